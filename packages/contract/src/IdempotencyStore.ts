@@ -1,0 +1,115 @@
+import type { RecordState } from './recordState.js';
+
+/** One row of the key table, as the store hands it out. Times come from the database clock. */
+export interface IdempotencyRecord {
+  /** Stable bigint primary key, as a decimal string. */
+  id: string;
+  scope: string;
+  procedure: string;
+  /** SHA-256 (hex) of the idempotency key; the key itself is never stored. */
+  keyHash: string;
+  fingerprint: string;
+  fingerprintVersion: number;
+  state: RecordState;
+  /** Fencing token: bumped by every change of owner. Writes are conditioned on it. */
+  version: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  /** How many workers have claimed this record (1 for a fresh claim). */
+  attempts: number;
+  /** Name of the last committed phase, or null before the first. */
+  recoveryPoint: string | null;
+  /** Stable id handed to downstream systems so they can de-duplicate too. */
+  operationId: string;
+  /** HTTP status of the stored response (COMPLETED, TERMINAL_FAILURE). */
+  responseStatus: number | null;
+  /** Stored response body, as text, replayed byte for byte. */
+  responseBody: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt: Date | null;
+  /** After this instant the key is a new request. */
+  replayExpiresAt: Date | null;
+  /** After this instant the reaper may delete the record. */
+  purgeAfter: Date | null;
+  /** Computed by the database when the row was read: the lease has run out. */
+  leaseExpired: boolean;
+  /** Computed by the database when the row was read: milliseconds left on the lease (0 if none). */
+  leaseRemainingMs: number;
+}
+
+/** What a claim asks for. */
+export interface ClaimInput {
+  scope: string;
+  procedure: string;
+  keyHash: string;
+  fingerprint: string;
+  fingerprintVersion: number;
+  /** Lease granted to the claimer, in milliseconds. */
+  leaseMs: number;
+  /** Who claims (process/worker id), recorded as the lease owner. */
+  owner: string;
+  /**
+   * Milliseconds to wait on the unique index behind another transaction's uncommitted claim.
+   * Only meaningful inside a transaction (local mode); on timeout the result is `busy`.
+   */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * The outcome of a claim.
+ *
+ * - `claimed`: the caller owns the record (`IN_PROGRESS`, fresh lease) and must run the work.
+ *   `takeover` says whether an earlier owner's expired lease or released key was taken over;
+ *   `fresh` claims have `attempts === 1`.
+ * - `existing`: another request owns or finished the key: answer from `record`'s state. The
+ *   record may carry a different fingerprint (then the answer is 422 key reused).
+ * - `busy`: another transaction holds an uncommitted claim on the key and the lock wait ran out.
+ */
+export type ClaimResult =
+  | { kind: 'claimed'; record: IdempotencyRecord; takeover: boolean }
+  | { kind: 'existing'; record: IdempotencyRecord }
+  | { kind: 'busy' };
+
+/** Identifies the record and owner a write is fenced by. */
+export interface Fence {
+  id: string;
+  version: number;
+}
+
+/** The outcome stored for replay. */
+export interface StoredResponse {
+  status: number;
+  body: string;
+  /** Milliseconds from completion during which the response is replayed. */
+  replayWindowMs: number;
+  /** Milliseconds from completion after which the record may be deleted. */
+  retentionMs: number;
+}
+
+/**
+ * The key store. One implementation against Drizzle's Postgres core serves postgres.js and PGlite.
+ *
+ * `TTx` is the transaction handle the store's `transaction` hands out and every method accepts as
+ * `tx`. Without `tx`, a method runs on its own connection and commits at once.
+ *
+ * Fenced writes (`complete`, `fail`, `release`, ...) return `false` when no row matched the fence:
+ * the caller lost ownership (its lease was taken over) and must discard its result.
+ */
+export interface IdempotencyStore<TTx = unknown> {
+  /** Runs `fn` in one database transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: TTx) => Promise<T>): Promise<T>;
+  /** Claims a key atomically. See {@link ClaimResult}. */
+  claim(input: ClaimInput, tx?: TTx): Promise<ClaimResult>;
+  /** Reads the live record for a key, or null. */
+  read(
+    key: { scope: string; procedure: string; keyHash: string },
+    tx?: TTx,
+  ): Promise<IdempotencyRecord | null>;
+  /** Stores a success (`COMPLETED`) for replay. */
+  complete(fence: Fence, response: StoredResponse, tx?: TTx): Promise<boolean>;
+  /** Stores a deterministic failure (`TERMINAL_FAILURE`) for replay. */
+  fail(fence: Fence, response: StoredResponse, tx?: TTx): Promise<boolean>;
+  /** Releases the key after a transient failure (`RETRYABLE_FAILURE`): the next claim runs again. */
+  release(fence: Fence, tx?: TTx): Promise<boolean>;
+}

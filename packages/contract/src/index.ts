@@ -1,0 +1,54 @@
+export {
+  ATTEMPT_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENT_REPLAYED_HEADER,
+  REQUEST_ID_HEADER,
+  RETRY_AFTER_HEADER,
+  TIMEOUT_HEADER,
+} from './headers.js';
+export {
+  IDEMPOTENCY_KEY_MAX_LENGTH,
+  IDEMPOTENCY_KEY_MIN_LENGTH,
+  IDEMPOTENCY_KEY_PATTERN,
+  idempotencyKeySchema,
+  isIdempotencyKey,
+  parseIdempotencyKey,
+} from './idempotencyKey.js';
+export type { IdempotencyKey, IdempotencyKeyParseResult } from './idempotencyKey.js';
+export {
+  IDEM_REASON_TABLE,
+  idemErrorDataSchema,
+  idemReasonSchema,
+  readIdemErrorData,
+} from './reasons.js';
+export type { IdemErrorData, IdemReason, IdemTrpcCode } from './reasons.js';
+export { REAPABLE_STATES, REPLAYABLE_STATES, recordStateSchema } from './recordState.js';
+export type { RecordState } from './recordState.js';
+export {
+  DEFAULT_LEASE_MS,
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_REPLAY_WINDOW_MS,
+  DEFAULT_RETENTION_MS,
+  FINGERPRINT_VERSION,
+} from './defaults.js';
+export {
+  executionModeSchema,
+  failurePolicySchema,
+  idempotencyOptionsSchema,
+  retryUnsafeSchema,
+} from './procedureMeta.js';
+export type {
+  ExecutionMode,
+  FailurePolicy,
+  IdemMeta,
+  IdempotencyOptions,
+  RetryUnsafe,
+} from './procedureMeta.js';
+export type {
+  ClaimInput,
+  ClaimResult,
+  Fence,
+  IdempotencyRecord,
+  IdempotencyStore,
+  StoredResponse,
+} from './IdempotencyStore.js';

@@ -1,0 +1,62 @@
+import { z } from 'zod';
+
+/**
+ * Which failures a procedure stores and replays.
+ *
+ * - `deterministic` (default): 4xx-class failures other than 408, 409 and 429 are stored and
+ *   replayed like a success; transient failures (5xx, timeouts, store errors) release the key.
+ * - `none`: no failure is stored; every failure releases the key and the next retry runs again.
+ */
+export const failurePolicySchema = z.enum(['deterministic', 'none']);
+export type FailurePolicy = z.infer<typeof failurePolicySchema>;
+
+/**
+ * How a procedure runs.
+ *
+ * - `local`: the handler only writes to the key store's database. Claim, the handler's writes
+ *   (through `ctx.idem.tx`) and completion commit in one transaction.
+ * - `external`: the handler has side effects outside the database. The claim commits first, the
+ *   work runs outside any transaction, and completion is conditioned on the record's version.
+ */
+export const executionModeSchema = z.enum(['local', 'external']);
+export type ExecutionMode = z.infer<typeof executionModeSchema>;
+
+/** Options of one idempotent procedure. Every field is optional; defaults in brackets. */
+export const idempotencyOptionsSchema = z.object({
+  /** How the procedure runs. [`local`] */
+  mode: executionModeSchema.optional(),
+  /** Milliseconds a completed result is replayed. [86 400 000: 24 h] */
+  replayWindowMs: z.number().int().positive().optional(),
+  /** Milliseconds after completion before the record is deleted. [259 200 000: 72 h] */
+  retentionMs: z.number().int().positive().optional(),
+  /** Milliseconds a worker owns an in-progress key without extending it. [30 000] */
+  leaseMs: z.number().int().positive().optional(),
+  /** Milliseconds a local-mode duplicate waits behind an uncommitted claim. [2 000] */
+  lockTimeoutMs: z.number().int().positive().optional(),
+  /** Which failures are stored and replayed. [`deterministic`] */
+  failures: failurePolicySchema.optional(),
+  /**
+   * Added to the caller scope, to separate environments (`live`, `test`) or tenants further.
+   * The caller scope itself always comes from the authenticated context. [none]
+   */
+  scopeSuffix: z.string().min(1).max(64).optional(),
+});
+export type IdempotencyOptions = z.infer<typeof idempotencyOptionsSchema>;
+
+/** Marks a mutation as deliberately not idempotent: clients must never retry it once sent. */
+export const retryUnsafeSchema = z.object({
+  /** Why the mutation cannot take a key; shown by the router audit. */
+  reason: z.string().min(1),
+});
+export type RetryUnsafe = z.infer<typeof retryUnsafeSchema>;
+
+/**
+ * The procedure meta idem reads. Add it to your root meta type:
+ * `initTRPC.meta<IdemMeta>()`, or intersect it with your own.
+ */
+export interface IdemMeta {
+  /** Set by idem's procedure builder; declares the procedure idempotent. */
+  idempotency?: IdempotencyOptions;
+  /** Declares a mutation deliberately retry-unsafe, so the router audit accepts it. */
+  retryUnsafe?: RetryUnsafe;
+}

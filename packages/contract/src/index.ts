@@ -52,3 +52,4 @@ export type {
   IdempotencyStore,
   StoredResponse,
 } from './IdempotencyStore.js';
+export type { IdemErrorShapeData, IdemErrorShapeMarker } from './idemErrorShape.js';

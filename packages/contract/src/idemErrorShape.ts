@@ -8,10 +8,11 @@ import type { IdemErrorData } from './reasons.js';
  * the router type carries `data.idem`. The client derives its idempotent paths, key-function input
  * types and typed error data from that, with no list to keep in sync by hand.
  *
- * `idem` is `null` on errors idem did not raise (the handler's own errors).
+ * Only errors idem raised itself carry `data.idem`; the handler's own errors keep the shape your
+ * root `errorFormatter` gives them, so the procedure's error shape is a union of the two.
  */
 export interface IdemErrorShapeData {
-  idem: IdemErrorData | null;
+  idem: IdemErrorData;
 }
 
 /** Matches a tRPC error shape that belongs to an idempotent procedure. */

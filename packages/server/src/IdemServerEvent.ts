@@ -1,0 +1,31 @@
+import type { IdemReason } from '@idem/contract';
+
+/** Fields every server event carries. Never a key, a request body or a response body. */
+export interface IdemEventBase {
+  procedure: string;
+  scope: string;
+  keyHash: string;
+  /** The record's operation id, when a record exists. */
+  operationId: string | null;
+  /** The client's per-attempt request id, if sent. */
+  requestId: string | null;
+}
+
+/**
+ * What happened to one request on an idempotent procedure.
+ *
+ * - `executed`: this request ran the procedure; `outcome` says what was stored.
+ * - `replayed`: a stored outcome was replayed; the procedure did not run.
+ * - `rejected`: idem refused the request (`reason`: bad key, reused key, in progress, ...).
+ * - `store-error`: the key store failed; the request was answered 503 and nothing was stored.
+ */
+export type IdemServerEvent =
+  | (IdemEventBase & {
+      type: 'executed';
+      outcome: 'completed' | 'failed' | 'released' | 'discarded';
+      takeover: boolean;
+      durationMs: number;
+    })
+  | (IdemEventBase & { type: 'replayed'; status: number })
+  | (IdemEventBase & { type: 'rejected'; reason: IdemReason })
+  | (IdemEventBase & { type: 'store-error'; error: unknown });

@@ -1,0 +1,250 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { initTRPC, TRPCError } from '@trpc/server';
+import type { MiddlewareResult } from '@trpc/server/unstable-core-do-not-import';
+import {
+  DEFAULT_LEASE_MS,
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_REPLAY_WINDOW_MS,
+  DEFAULT_RETENTION_MS,
+  FINGERPRINT_VERSION,
+  RETRY_AFTER_HEADER,
+  idempotencyOptionsSchema,
+  parseIdempotencyKey,
+  type IdemMeta,
+  type IdempotencyOptions,
+  type IdempotencyStore,
+} from '@idem/contract';
+import { executeExternal } from './executeExternal.js';
+import { executeLocal } from './executeLocal.js';
+import { fingerprint, hashIdempotencyKey } from './fingerprint.js';
+import type { IdemContext } from './idemContext.js';
+import type { IdemExecution, LocalIdemExecution } from './IdemExecution.js';
+import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
+import { idemTRPCError } from './IdemRequestError.js';
+import { formatIdemError } from './formatIdemError.js';
+import type { IdemServerEvent } from './IdemServerEvent.js';
+import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
+
+/** Options of {@link createIdempotency} (configured once per app). */
+export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
+  /** The key store, e.g. `createPostgresJsStore(db)` from `@idem/store-drizzle/postgres-js`. */
+  store: IdempotencyStore<TTx>;
+  /**
+   * Required. The caller's scope, from the authenticated context: e.g. `${accountId}:live`. Keys
+   * are unique per (scope, procedure, key); there is no global default, and an empty scope is
+   * refused. Put idem after your authentication middleware.
+   */
+  scope: (ctx: TContext) => string | Promise<string>;
+  /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
+  defaults?: IdempotencyOptions;
+  /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
+  serializer?: ResultSerializer;
+  /** Receives one event per request decision: hashes and ids only, never bodies. Defaults to none. */
+  onEvent?: (event: IdemServerEvent) => void;
+  /** Lease owner recorded on claims. Defaults to `<hostname>:<pid>:<random>`. */
+  owner?: string;
+  /** Milliseconds a 409 in-progress answer asks the client to wait. Defaults to 1000. */
+  inProgressRetryAfterMs?: number;
+}
+
+/** What {@link createIdempotency} returns: procedure builders to `.concat()`. */
+export interface Idempotency<TContext extends IdemContext, TTx> {
+  /**
+   * A procedure builder that makes a mutation idempotent. `.concat()` it after your input and
+   * authentication: `authed.input(schema).concat(idem.procedure()).mutation(...)`.
+   *
+   * Local mode (the default): the handler's writes go through `ctx.idem.tx` and commit together
+   * with the claim and the stored result.
+   */
+  procedure(
+    options?: IdempotencyOptions & { mode?: 'local' },
+  ): IdemProcedureBuilder<TContext, LocalIdemExecution<TTx>>;
+  /**
+   * External mode, for side effects outside the database: the claim commits first, the handler
+   * runs outside any transaction, the result is written conditioned on the record version.
+   */
+  procedure(
+    options: IdempotencyOptions & { mode: 'external' },
+  ): IdemProcedureBuilder<TContext, IdemExecution>;
+}
+
+function buildPlugin<TContext extends IdemContext>() {
+  return initTRPC.context<TContext>().meta<IdemMeta>().create();
+}
+
+function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecution>(
+  t: ReturnType<typeof buildPlugin<TContext>>,
+  meta: IdempotencyOptions,
+  handle: (opts: {
+    ctx: TContext;
+    path: string;
+    type: string;
+    input: unknown;
+    next: (idem: TIdem) => Promise<NextResult>;
+  }) => Promise<NextResult>,
+) {
+  return t.procedure
+    .meta({ idempotency: meta })
+    .errors(formatIdemError)
+    .use(async (opts) => {
+      const result = await handle({
+        ctx: opts.ctx as TContext,
+        path: opts.path,
+        type: opts.type,
+        input: opts.input,
+        next: (idem) => opts.next({ ctx: { idem } }) as Promise<NextResult>,
+      });
+      return result as MiddlewareResult<{ idem: TIdem }>;
+    });
+}
+
+/** The builder type `idem.procedure()` returns. */
+export type IdemProcedureBuilder<
+  TContext extends IdemContext,
+  TIdem extends IdemExecution,
+> = ReturnType<typeof buildProcedure<TContext, TIdem>>;
+
+/**
+ * Creates idem's procedure builders for one app.
+ *
+ * @example
+ * const idem = createIdempotency({ store, scope: (ctx: Context) => ctx.accountId });
+ * const appRouter = t.router({
+ *   create: authed.input(CreateOrder).concat(idem.procedure()).mutation(async ({ ctx, input }) =>
+ *     ctx.idem.tx.insert(orders).values(input).returning()),
+ * });
+ */
+export function createIdempotency<TContext extends IdemContext, TTx>(
+  options: CreateIdempotencyOptions<TContext, TTx>,
+): Idempotency<TContext, TTx> {
+  if (typeof options.scope !== 'function') {
+    throw new TypeError(
+      'createIdempotency: `scope` is required: idempotency keys are never global',
+    );
+  }
+  if (!options.store) throw new TypeError('createIdempotency: `store` is required');
+  const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
+  const onEvent = options.onEvent;
+  const runtime: IdemRuntime = {
+    store: options.store as IdempotencyStore<unknown>,
+    serializer: options.serializer ?? jsonSerializer,
+    owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    inProgressRetryAfterMs: options.inProgressRetryAfterMs ?? 1000,
+    emit: (event) => {
+      if (!onEvent) return;
+      try {
+        onEvent(event);
+      } catch {
+        // A failing log hook must never change a request's outcome.
+      }
+    },
+  };
+  const t = buildPlugin<TContext>();
+
+  function procedure(procedureOptions: IdempotencyOptions = {}) {
+    const merged = idempotencyOptionsSchema.parse({ ...defaults, ...procedureOptions });
+    const resolved: ResolvedProcedureOptions = {
+      mode: merged.mode ?? 'local',
+      replayWindowMs: merged.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
+      retentionMs: merged.retentionMs ?? DEFAULT_RETENTION_MS,
+      leaseMs: merged.leaseMs ?? DEFAULT_LEASE_MS,
+      lockTimeoutMs: merged.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+      failures: merged.failures ?? 'deterministic',
+      scopeSuffix: merged.scopeSuffix,
+    };
+    if (resolved.retentionMs < resolved.replayWindowMs) {
+      throw new TypeError(
+        `idem: retentionMs (${resolved.retentionMs}) must be at least replayWindowMs (${resolved.replayWindowMs})`,
+      );
+    }
+    const execute = resolved.mode === 'local' ? executeLocal : executeExternal;
+    return buildProcedure<TContext, IdemExecution>(t, merged, async (opts) => {
+      const job = await prepareJob(runtime, resolved, options.scope, opts);
+      return execute(job);
+    });
+  }
+  return { procedure } as Idempotency<TContext, TTx>;
+}
+
+async function prepareJob<TContext extends IdemContext>(
+  runtime: IdemRuntime,
+  options: ResolvedProcedureOptions,
+  scopeOf: (ctx: TContext) => string | Promise<string>,
+  opts: {
+    ctx: TContext;
+    path: string;
+    type: string;
+    input: unknown;
+    next: (idem: never) => Promise<NextResult>;
+  },
+): Promise<IdemJob> {
+  const { ctx, path, type, input } = opts;
+  if (type !== 'mutation') {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: ${path} is a ${type}; only mutations take idempotency keys`,
+    });
+  }
+  const request = ctx.idemRequest;
+  if (!request) {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message:
+        'idem: ctx.idemRequest is missing: spread idemContext(req) into your createContext result',
+    });
+  }
+  const base = await scopeOf(ctx);
+  if (typeof base !== 'string' || base.length === 0) {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: scope() returned no scope for ${path}; idempotency keys are never global`,
+    });
+  }
+  const scope = options.scopeSuffix ? `${base}:${options.scopeSuffix}` : base;
+  const parsed = parseIdempotencyKey(request.keyValues);
+  const keyHash = parsed.ok ? hashIdempotencyKey(parsed.key) : '';
+  const event = { procedure: path, scope, keyHash, requestId: request.requestId };
+
+  const reject: IdemJob['reject'] = (reason, message, extra = {}) => {
+    runtime.emit({ ...event, type: 'rejected', reason, operationId: extra.operationId ?? null });
+    if (extra.retryAfterMs !== undefined) {
+      request.responseHeaders.set(
+        RETRY_AFTER_HEADER,
+        String(Math.max(1, Math.ceil(extra.retryAfterMs / 1000))),
+      );
+    }
+    return idemTRPCError(reason, message, extra);
+  };
+  if (!parsed.ok) throw reject(parsed.reason, parsed.message);
+
+  return {
+    runtime,
+    options,
+    request,
+    input,
+    claim: {
+      scope,
+      procedure: path,
+      keyHash,
+      fingerprint: fingerprint(input),
+      fingerprintVersion: FINGERPRINT_VERSION,
+      leaseMs: options.leaseMs,
+      owner: runtime.owner,
+    },
+    execution: {
+      keyHash,
+      scope,
+      procedure: path,
+      requestId: request.requestId,
+      clientAttempt: request.attempt,
+      remainingMs: () =>
+        request.timeoutMs === null
+          ? null
+          : Math.max(0, request.timeoutMs - (Date.now() - request.receivedAt)),
+    },
+    event,
+    next: opts.next as IdemJob['next'],
+    reject,
+  };
+}

@@ -1,0 +1,67 @@
+import { createHash } from 'node:crypto';
+import { FINGERPRINT_VERSION } from '@idem/contract';
+
+/**
+ * Canonical JSON of a parsed input: object keys sorted by code point, no insignificant
+ * whitespace, `undefined` object members omitted (as JSON does). Whether an omitted field and an
+ * explicit `null` are the same is left to the input schema, which runs before this.
+ *
+ * Throws on values JSON cannot carry faithfully (bigint, functions, symbols, non-finite numbers),
+ * so two different inputs never collapse to one fingerprint by accident.
+ */
+export function canonicalJson(value: unknown): string {
+  return write(value === undefined ? null : value, new Set());
+}
+
+function write(value: unknown, seen: Set<object>): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return JSON.stringify(value);
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError(`cannot fingerprint the number ${value}`);
+      return JSON.stringify(value);
+    case 'object':
+      break;
+    default:
+      throw new TypeError(`cannot fingerprint a value of type ${typeof value}`);
+  }
+  const object = value as object;
+  if ('toJSON' in object && typeof object.toJSON === 'function') {
+    return write(object.toJSON(), seen);
+  }
+  if (seen.has(object)) throw new TypeError('cannot fingerprint a circular structure');
+  seen.add(object);
+  try {
+    if (Array.isArray(object)) {
+      return `[${object.map((item) => (item === undefined ? 'null' : write(item, seen))).join(',')}]`;
+    }
+    const entries = Object.keys(object)
+      .filter((key) => (object as Record<string, unknown>)[key] !== undefined)
+      .sort()
+      .map(
+        (key) => `${JSON.stringify(key)}:${write((object as Record<string, unknown>)[key], seen)}`,
+      );
+    return `{${entries.join(',')}}`;
+  } finally {
+    seen.delete(object);
+  }
+}
+
+/** The fingerprint algorithms by version; a record is compared with the algorithm it was made by. */
+const algorithms: Record<number, (input: unknown) => string> = {
+  1: (input) => createHash('sha256').update(canonicalJson(input)).digest('hex'),
+};
+
+/** SHA-256 (hex) of the canonical JSON of `input`, by the given algorithm version. */
+export function fingerprint(input: unknown, version: number = FINGERPRINT_VERSION): string {
+  const algorithm = algorithms[version];
+  if (!algorithm) throw new Error(`unknown fingerprint algorithm version ${version}`);
+  return algorithm(input);
+}
+
+/** SHA-256 (hex) of an idempotency key: what the store keeps and logs show instead of the key. */
+export function hashIdempotencyKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestEnv } from './fixtures/databases.js';
+import { post, rawPost, serve } from './fixtures/httpHarness.js';
+import { createTestApp, Gate } from './fixtures/testApp.js';
+import type { IdemServerEvent } from '../src/index.js';
+
+const order = { sku: 'sku-1', quantity: 2 };
+const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
+const ordersOf = (acct: string) => sql`select 1 from test_orders where scope = ${acct}`;
+const recordsOf = (acct: string) => sql`select 1 from idem_records where scope = ${acct}`;
+
+/** The server gates that hold on every store; run once per database. */
+export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv>): void {
+  describe(`server gates on ${name}`, () => {
+    let env: TestEnv;
+    let app: ReturnType<typeof createTestApp>;
+    let server: Awaited<ReturnType<typeof serve>>;
+    const gate = new Gate();
+    const events: IdemServerEvent[] = [];
+    beforeAll(async () => {
+      env = await makeEnv();
+      app = createTestApp(env.store as never, { gate, events, lockTimeoutMs: 300 });
+      server = await serve(app.router);
+    });
+    afterAll(async () => {
+      gate.open();
+      await server?.[Symbol.asyncDispose]();
+      await env?.[Symbol.asyncDispose]();
+    });
+    const create = (
+      input: unknown,
+      key: string | string[] | undefined,
+      acct: string,
+      body?: string,
+    ) =>
+      post(server.url, 'orders.create', input, { key, account: acct, ...(body ? { body } : {}) });
+
+    it('runs a keyed mutation once and replays it byte for byte, with Idempotent-Replayed', async () => {
+      const acct = account();
+      const before = app.counter.calls['orders.create'] ?? 0;
+      const first = await create(order, 'k-replay', acct);
+      const second = await create(order, 'k-replay', acct);
+      expect(first.status).toBe(200);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      expect(second.status).toBe(200);
+      expect(second.headers['idempotent-replayed']).toBe('true');
+      expect(second.text).toBe(first.text);
+      expect(app.counter.calls['orders.create']! - before).toBe(1);
+      expect(await env.count(ordersOf(acct))).toBe(1);
+    });
+
+    it('answers the same key with a different input 422 every time and keeps the original', async () => {
+      const acct = account();
+      const first = await create(order, 'k-mismatch', acct);
+      for (let i = 0; i < 3; i++) {
+        const other = await create({ ...order, quantity: 3 }, 'k-mismatch', acct);
+        expect(other.status).toBe(422);
+        expect(other.json.error.data.idem.reason).toBe('IDEMPOTENCY_KEY_REUSED');
+        expect(other.json.error.data.code).toBe('UNPROCESSABLE_CONTENT');
+      }
+      const again = await create(order, 'k-mismatch', acct);
+      expect(again.text).toBe(first.text);
+      expect(await env.count(ordersOf(acct))).toBe(1);
+    });
+
+    it('does not count key order or whitespace in the input as a mismatch', async () => {
+      const acct = account();
+      const input = { sku: 'sku-2', quantity: 1, note: { gift: true, text: 'hi' } };
+      const first = await create(input, 'k-order', acct);
+      const reordered = await create(
+        undefined,
+        'k-order',
+        acct,
+        '{ "note": {"text":"hi",   "gift":true}, "quantity": 1,\n "sku": "sku-2" }',
+      );
+      expect(reordered.status).toBe(200);
+      expect(reordered.headers['idempotent-replayed']).toBe('true');
+      expect(reordered.text).toBe(first.text);
+    });
+
+    it('keeps scopes apart: another caller with the same key runs separately and never sees the first result', async () => {
+      const a = account();
+      const b = account();
+      const first = await create(order, 'k-shared', a);
+      const second = await create(order, 'k-shared', b);
+      expect(second.status).toBe(200);
+      expect(second.headers['idempotent-replayed']).toBeUndefined();
+      expect(second.json.result.data.id).not.toBe(first.json.result.data.id);
+      expect(second.json.result.data.operationId).not.toBe(first.json.result.data.operationId);
+      expect(await env.count(ordersOf(a))).toBe(1);
+      expect(await env.count(ordersOf(b))).toBe(1);
+    });
+
+    it.each([
+      ['no key', undefined, 'IDEMPOTENCY_KEY_MISSING'],
+      ['an empty key', '', 'IDEMPOTENCY_KEY_INVALID'],
+      ['256 characters', 'k'.repeat(256), 'IDEMPOTENCY_KEY_INVALID'],
+      ['a tab', 'order\t1', 'IDEMPOTENCY_KEY_INVALID'],
+      ['a space', 'order 1', 'IDEMPOTENCY_KEY_INVALID'],
+      ['non-ASCII', 'commande-\u00e9', 'IDEMPOTENCY_KEY_INVALID'],
+      ['two headers', ['k-one', 'k-two'], 'IDEMPOTENCY_KEY_INVALID'],
+    ])('refuses %s with a clean 400 and stores nothing', async (_name, key, reason) => {
+      const acct = account();
+      const before = app.counter.calls['orders.create'] ?? 0;
+      const res = await create(order, key, acct);
+      expect(res.status).toBe(400);
+      expect(res.json.error.data.idem.reason).toBe(reason);
+      expect(app.counter.calls['orders.create'] ?? 0).toBe(before);
+      expect(await env.count(recordsOf(acct))).toBe(0);
+      expect(await env.count(ordersOf(acct))).toBe(0);
+    });
+
+    it('refuses a key with a control character (raw bytes on the socket)', async () => {
+      const acct = account();
+      const res = await rawPost(
+        server.url,
+        'orders.create',
+        [`Authorization: Bearer ${acct}`, 'Idempotency-Key: k\u0001x'],
+        JSON.stringify(order),
+      );
+      // Either node's HTTP parser refuses the header outright, or idem answers with its reason.
+      expect(res.status).toBe(400);
+      expect(await env.count(recordsOf(acct))).toBe(0);
+    });
+
+    it('leaves nothing stored after a transient failure, and the retry runs again and succeeds', async () => {
+      const acct = account();
+      const before = app.counter.calls['orders.flaky'] ?? 0;
+      const first = await post(server.url, 'orders.flaky', order, {
+        key: 'k-flaky',
+        account: acct,
+      });
+      expect(first.status).toBe(503);
+      expect(first.json.error.data.idem).toBeUndefined();
+      expect(await env.count(recordsOf(acct))).toBe(0);
+      expect(await env.count(ordersOf(acct))).toBe(0);
+      const retry = await post(server.url, 'orders.flaky', order, {
+        key: 'k-flaky',
+        account: acct,
+      });
+      expect(retry.status).toBe(200);
+      expect(retry.headers['idempotent-replayed']).toBeUndefined();
+      expect(app.counter.calls['orders.flaky']! - before).toBe(2);
+      expect(await env.count(ordersOf(acct))).toBe(1);
+    });
+
+    it('stores a deterministic failure, rolls back its writes, and replays the same status and body', async () => {
+      const acct = account();
+      const before = app.counter.calls['orders.reject'] ?? 0;
+      const first = await post(server.url, 'orders.reject', order, {
+        key: 'k-reject',
+        account: acct,
+      });
+      const again = await post(server.url, 'orders.reject', order, {
+        key: 'k-reject',
+        account: acct,
+      });
+      expect(first.status).toBe(404);
+      expect(again.status).toBe(404);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.json.error.message).toBe(first.json.error.message);
+      expect(again.json.error.data.code).toBe('NOT_FOUND');
+      expect(app.counter.calls['orders.reject']! - before).toBe(1);
+      expect(await env.count(ordersOf(acct))).toBe(0);
+    });
+
+    it('answers a duplicate of a running external-mode request 409 in progress with Retry-After, then replays', async () => {
+      const acct = account();
+      const running = post(
+        server.url,
+        'mail.send',
+        { to: 'a@example.com' },
+        { key: 'k-mail', account: acct },
+      );
+      // Wait until the claim is committed (external mode commits it before the handler runs).
+      await expect.poll(() => env.count(recordsOf(acct)), { timeout: 5000 }).toBe(1);
+      const duplicate = await post(
+        server.url,
+        'mail.send',
+        { to: 'a@example.com' },
+        { key: 'k-mail', account: acct },
+      );
+      expect(duplicate.status).toBe(409);
+      expect(duplicate.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      expect(duplicate.json.error.data.idem.retryAfterMs).toBeGreaterThan(0);
+      expect(Number(duplicate.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      gate.open();
+      const first = await running;
+      expect(first.status).toBe(200);
+      const replay = await post(
+        server.url,
+        'mail.send',
+        { to: 'a@example.com' },
+        { key: 'k-mail', account: acct },
+      );
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.text).toBe(first.text);
+      expect(app.counter.calls['mail.send']).toBe(1);
+    });
+
+    it('never logs a key or a body: events carry the key hash only', async () => {
+      const acct = account();
+      await create({ sku: 'secret-sku', quantity: 1 }, 'k-secret-key', acct);
+      const mine = events.filter((e) => e.scope === acct);
+      expect(mine.length).toBeGreaterThan(0);
+      const text = JSON.stringify(mine);
+      expect(text).not.toContain('k-secret-key');
+      expect(text).not.toContain('secret-sku');
+      expect(mine[0]!.keyHash).toMatch(/^[0-9a-f]{64}$/);
+    });
+  });
+}

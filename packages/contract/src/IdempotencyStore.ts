@@ -50,6 +50,11 @@ export interface ClaimInput {
   /** Who claims (process/worker id), recorded as the lease owner. */
   owner: string;
   /**
+   * The input the completer needs to resume the work without the client (external mode), as text
+   * the server prepared (possibly encrypted). Stored on a fresh claim only. Defaults to none.
+   */
+  input?: string | null;
+  /**
    * Milliseconds to wait on the unique index behind another transaction's uncommitted claim.
    * Only meaningful inside a transaction (local mode); on timeout the result is `busy`.
    */

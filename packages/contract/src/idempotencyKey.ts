@@ -29,7 +29,11 @@ export type IdempotencyKeyParseResult =
  */
 export function parseIdempotencyKey(values: readonly string[]): IdempotencyKeyParseResult {
   if (values.length === 0) {
-    return { ok: false, reason: 'IDEMPOTENCY_KEY_MISSING', message: 'Idempotency-Key header is required' };
+    return {
+      ok: false,
+      reason: 'IDEMPOTENCY_KEY_MISSING',
+      message: 'Idempotency-Key header is required',
+    };
   }
   if (values.length > 1) {
     return {

@@ -53,3 +53,11 @@ export type {
   StoredResponse,
 } from './IdempotencyStore.js';
 export type { IdemErrorShapeData, IdemErrorShapeMarker } from './idemErrorShape.js';
+export type {
+  AuditEntry,
+  RecoveryFields,
+  RecoveryRecord,
+  RecoveryStore,
+  Resolution,
+  StuckReport,
+} from './RecoveryStore.js';

@@ -16,7 +16,11 @@ export const IDEM_REASON_TABLE = {
   /** The first request with this key is still running; wait `retryAfterMs` and retry. */
   IDEMPOTENCY_REQUEST_IN_PROGRESS: { httpStatus: 409, trpcCode: 'CONFLICT', retryable: true },
   /** The key store could not be reached; nothing was executed or stored. */
-  IDEMPOTENCY_STORE_UNAVAILABLE: { httpStatus: 503, trpcCode: 'SERVICE_UNAVAILABLE', retryable: true },
+  IDEMPOTENCY_STORE_UNAVAILABLE: {
+    httpStatus: 503,
+    trpcCode: 'SERVICE_UNAVAILABLE',
+    retryable: true,
+  },
   /**
    * An external call's outcome is unknown and cannot be looked up: an operator must reconcile the
    * record before anything runs again. Retrying does not help.

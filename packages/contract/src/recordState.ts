@@ -24,7 +24,10 @@ export const recordStateSchema = z.enum([
 export type RecordState = z.infer<typeof recordStateSchema>;
 
 /** States whose stored response is replayed to a duplicate. */
-export const REPLAYABLE_STATES = ['COMPLETED', 'TERMINAL_FAILURE'] as const satisfies readonly RecordState[];
+export const REPLAYABLE_STATES = [
+  'COMPLETED',
+  'TERMINAL_FAILURE',
+] as const satisfies readonly RecordState[];
 
 /** States the reaper may delete once past the cleanup threshold. */
 export const REAPABLE_STATES = [

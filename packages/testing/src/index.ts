@@ -1,2 +1,7 @@
-export { adminUrl, createTestDatabase, postgresAvailable, postgresRequired } from './testDatabase.js';
+export {
+  adminUrl,
+  createTestDatabase,
+  postgresAvailable,
+  postgresRequired,
+} from './testDatabase.js';
 export type { TestDatabase } from './testDatabase.js';

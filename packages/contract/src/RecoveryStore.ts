@@ -1,0 +1,141 @@
+import type {
+  Fence,
+  IdempotencyRecord,
+  IdempotencyStore,
+  StoredResponse,
+} from './IdempotencyStore.js';
+
+/**
+ * The parts of a record that phased (external-mode) work, the background workers and operators
+ * read. Every field comes from the record's own row.
+ */
+export interface RecoveryFields {
+  /**
+   * The committed steps of the work, as JSON text written by the server (`null` before the first):
+   * which phases are done with their results, and which external calls have a recorded intent.
+   */
+  steps: string | null;
+  /** The input the completer needs to resume, as the server stored it (possibly encrypted). */
+  inputText: string | null;
+  /** When the first irreversible step (an external call) was about to start; null before. */
+  irreversibleAt: Date | null;
+  /** When the record's results and inputs were erased (user data erasure); null if never. */
+  erasedAt: Date | null;
+  /** When a newer live row replaced this one after the replay window; null for the live row. */
+  supersededAt: Date | null;
+}
+
+/** A record as the recovery store hands it out. */
+export type RecoveryRecord = IdempotencyRecord & RecoveryFields;
+
+/** Counts of records that need attention, by the database clock. */
+export interface StuckReport {
+  /** IN_PROGRESS whose lease ran out more than `graceMs` ago: the completer's queue. */
+  abandoned: number;
+  /** PENDING for longer than `graceMs`. */
+  pendingTooLong: number;
+  /** OUTCOME_UNKNOWN: an external call's outcome must be looked up. */
+  outcomeUnknown: number;
+  /** NEEDS_RECONCILIATION: an operator must decide. */
+  needsReconciliation: number;
+}
+
+/** One operator action on a record, kept in the audit table. */
+export interface AuditEntry {
+  id: string;
+  recordId: string;
+  operationId: string;
+  actor: string;
+  action: string;
+  fromState: string;
+  toState: string;
+  fromVersion: number;
+  note: string;
+  at: Date;
+}
+
+/** What an operator may set a record to, through the versioned state machine. */
+export interface Resolution {
+  state: 'COMPLETED' | 'TERMINAL_FAILURE' | 'RETRYABLE_FAILURE';
+  /** Required for COMPLETED and TERMINAL_FAILURE: the response replayed from now on. */
+  response?: StoredResponse;
+  /** Who resolved it (an operator's name or ticket), for the audit row. */
+  actor: string;
+  /** Why, for the audit row. */
+  note: string;
+}
+
+/**
+ * The store of phased work, background workers and operator tools. Every write that changes a
+ * record is fenced by its version; every comparison uses the database clock.
+ */
+export interface RecoveryStore<TTx = unknown> extends IdempotencyStore<TTx> {
+  /** Reads a record by operation id (live or superseded), or null. */
+  findByOperationId(operationId: string, tx?: TTx): Promise<RecoveryRecord | null>;
+  /** Reads the live record of a key with its recovery fields, or null. */
+  readRecovery(
+    key: { scope: string; procedure: string; keyHash: string },
+    tx?: TTx,
+  ): Promise<RecoveryRecord | null>;
+  /**
+   * Commits the steps of the owner's work (and the phase's own writes, when given its `tx`),
+   * moves the recovery point, and extends the lease by `leaseMs`. `irreversible: true` stamps
+   * `irreversibleAt` (first external intent): from then on the work cannot be cancelled.
+   * Fenced: false when the owner lost the record (taken over, cancelled, resolved).
+   */
+  saveSteps(
+    fence: Fence,
+    update: {
+      steps: string;
+      recoveryPoint: string | null;
+      leaseMs: number;
+      irreversible?: boolean;
+    },
+    tx?: TTx,
+  ): Promise<boolean>;
+  /** Heartbeat: extends the owner's lease to `leaseMs` from now. Fenced. */
+  extendLease(fence: Fence, leaseMs: number): Promise<boolean>;
+  /** Moves an owned IN_PROGRESS record to an unsettled state and drops the lease. Fenced. */
+  markUnsettled(fence: Fence, state: 'OUTCOME_UNKNOWN' | 'NEEDS_RECONCILIATION'): Promise<boolean>;
+  /**
+   * Completer: takes over at most `limit` abandoned records of `procedures`: IN_PROGRESS whose
+   * lease ran out, and OUTCOME_UNKNOWN. Each comes back IN_PROGRESS, owned by `owner`, with its
+   * version bumped and attempts counted. Safe on many instances at once: a record goes to one.
+   */
+  takeOverAbandoned(options: {
+    owner: string;
+    leaseMs: number;
+    limit: number;
+    procedures: readonly string[];
+  }): Promise<RecoveryRecord[]>;
+  /**
+   * Cancels owned-or-not IN_PROGRESS/PENDING work at `fence` if no irreversible step started:
+   * stores `response` as a TERMINAL_FAILURE and bumps the version, so the worker's next fenced
+   * write fails and it stops. `irreversible` when an external call may already have happened.
+   */
+  cancel(fence: Fence, response: StoredResponse): Promise<'cancelled' | 'irreversible' | 'stale'>;
+  /**
+   * Reaper: deletes at most `limit` records in COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE
+   * whose `purgeAfter` has passed, by primary key. Never PENDING, IN_PROGRESS or unsettled ones.
+   * Safe on many instances at once. Returns how many rows it deleted.
+   */
+  reap(options: { limit: number }): Promise<number>;
+  /** Counts what needs attention. */
+  stuckReport(options: { graceMs: number }): Promise<StuckReport>;
+  /** Lists records that need attention (same classes as {@link stuckReport}), oldest first. */
+  listStuck(options: { graceMs: number; limit: number }): Promise<RecoveryRecord[]>;
+  /**
+   * Operator resolution of an unsettled or stuck record, fenced by version: sets the state (and
+   * response), bumps the version, drops the lease, and writes an audit row in the same
+   * transaction. False when the record changed since the operator read it.
+   */
+  resolve(fence: Fence, resolution: Resolution): Promise<boolean>;
+  /** The audit rows of a record, oldest first. */
+  listAudit(recordId: string): Promise<AuditEntry[]>;
+  /**
+   * Erases what a scope's records hold about the user: stored responses, inputs and step results.
+   * Keeps the de-duplication identifiers (scope, procedure, key hash, fingerprint, state,
+   * operation id) so a late retry is still recognised. Returns how many records it erased.
+   */
+  eraseScope(scope: string): Promise<number>;
+}

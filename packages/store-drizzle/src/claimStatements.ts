@@ -1,0 +1,186 @@
+import type { ClaimInput } from '@idem/contract';
+import { sql, type SQL } from 'drizzle-orm';
+import { milliseconds } from './databaseClock.js';
+import { recordProjection } from './recordProjection.js';
+import { idemRecords } from './schema.js';
+
+/*
+ * The statements of a claim, with the conditions they decide on. Every condition is re-checked in
+ * the WHERE clause (or the unique index) of the statement that acts on it; the application only
+ * chooses which statement to try, it never checks and then acts.
+ *
+ *   keyIsFree          no live row (superseded_at IS NULL) for (scope, procedure, key_hash):
+ *                      arbitrated by the partial unique index, INSERT ... ON CONFLICT DO NOTHING
+ *   sameRequest        fingerprint = the claimer's fingerprint
+ *   released           state = 'RETRYABLE_FAILURE'
+ *   leaseRanOut        state = 'IN_PROGRESS' AND lease_expires_at <= clock
+ *   replayWindowClosed state IN ('COMPLETED', 'TERMINAL_FAILURE') AND replay_expires_at <= clock
+ *   unchangedSinceRead id = the row read AND version = the version read (the fence)
+ *
+ * Two racers A and B, same key, nothing stored yet (READ COMMITTED):
+ *
+ *   A: INSERT ... ON CONFLICT DO NOTHING        inserts; uncommitted while A's transaction runs
+ *   B: INSERT ... ON CONFLICT DO NOTHING        waits on A's entry in the unique index, for at most
+ *                                               lockTimeoutMs when given: then 55P03, B is `busy`
+ *   A: COMMIT    B's INSERT does nothing. B's fallback SELECT runs on the statement's snapshot,
+ *                taken before A committed, so it sees no row: the statement returns no record.
+ *                B reads again (a new statement, a new snapshot) and answers `existing`.
+ *   A: ROLLBACK  B's INSERT goes ahead: B has claimed the key.
+ *
+ * Two racers A and B, the same expired or released row read at version v:
+ *
+ *   A: UPDATE ... WHERE unchangedSinceRead AND sameRequest AND (released OR leaseRanOut)
+ *                                               1 row: A owns the record at version v + 1
+ *   B: the same UPDATE                          waits on A's row lock if A has not committed,
+ *                                               then re-checks against A's row: version is v + 1,
+ *                                               0 rows. B reads again: `existing`, IN_PROGRESS.
+ *   the owner of version v, still running:      complete(version v) matches no row: it discards.
+ *
+ * Two racers A and B, the same completed row whose replay window has closed:
+ *
+ *   A: UPDATE SET superseded_at WHERE unchangedSinceRead AND replayWindowClosed   1 row
+ *   B: the same UPDATE                                                            0 rows
+ *   A and B: INSERT ... ON CONFLICT DO NOTHING  the unique index arbitrates as for a fresh key:
+ *                                               one claims, the other is answered `existing`.
+ */
+
+/** The live-key condition of the unique index, for rows read through `alias`. */
+function liveKey(alias: string, key: Pick<ClaimInput, 'scope' | 'procedure' | 'keyHash'>): SQL {
+  const c = (column: string) => sql.raw(`${alias}.${column}`);
+  return sql`${c('scope')} = ${key.scope}::text
+    AND ${c('procedure')} = ${key.procedure}::text
+    AND ${c('key_hash')} = ${key.keyHash}::text
+    AND ${c('superseded_at')} IS NULL`;
+}
+
+/**
+ * Builds a statement around one data-modifying CTE `w`. `modify` receives the FROM clause to
+ * put in the INSERT's SELECT or the UPDATE (empty without a lock timeout); `select` reads `w`.
+ *
+ * With `lockTimeoutMs`, the lock wait of `w` (on the unique index, or on a row lock) is bounded
+ * by `lock_timeout`, set with `set_config(..., true)` before `w` runs and restored once `w` has
+ * run, in the same statement, so the caller's next statements (a handler's writes in local mode)
+ * are not bounded by our timeout. The order is forced by data dependencies: `bound` reads
+ * `saved`, `w` reads `bound`, and `restored` runs only after counting `w`'s rows. The statement
+ * then always returns one row, whose columns are null when `select` found nothing.
+ */
+function withLockTimeout(
+  lockTimeoutMs: number | undefined,
+  modify: (from: SQL) => SQL,
+  select: SQL,
+): SQL {
+  if (lockTimeoutMs === undefined) {
+    return sql`WITH w AS (${modify(sql``)}) ${select}`;
+  }
+  return sql`WITH saved AS MATERIALIZED (
+      SELECT current_setting('lock_timeout') AS lock_timeout
+    ),
+    bound AS MATERIALIZED (
+      SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}::text, true) AS lock_timeout
+      FROM saved
+    ),
+    w AS (${modify(sql`FROM bound`)}),
+    restored AS MATERIALIZED (
+      SELECT set_config('lock_timeout', saved.lock_timeout, true) AS lock_timeout
+      FROM saved
+      WHERE (SELECT count(*) FROM w) >= 0
+    )
+    SELECT found.* FROM restored LEFT JOIN LATERAL (${select}) found ON true`;
+}
+
+/**
+ * Step 1 of a claim, one statement: inserts a fresh IN_PROGRESS row if the key is free
+ * (`inserted` true), else returns the live row (`inserted` false). Returns no record (no row, or
+ * a row of nulls) when the INSERT waited for a concurrent claim that then committed: see the
+ * first timeline above.
+ */
+export function insertOrGetLive(input: ClaimInput, clock: SQL): SQL {
+  return withLockTimeout(
+    input.lockTimeoutMs,
+    (from) => sql`
+      INSERT INTO ${idemRecords} AS r (
+        scope, procedure, key_hash, fingerprint, fingerprint_version, state, version, attempts,
+        lease_owner, lease_expires_at, created_at, updated_at
+      )
+      SELECT ${input.scope}::text, ${input.procedure}::text, ${input.keyHash}::text,
+        ${input.fingerprint}::text, ${input.fingerprintVersion}::integer, 'IN_PROGRESS', 1, 1,
+        ${input.owner}::text, ${clock} + ${milliseconds(input.leaseMs)}, ${clock}, ${clock}
+      ${from}
+      ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING
+      RETURNING r.*`,
+    sql`
+      SELECT true AS inserted, ${recordProjection('w', clock)} FROM w
+      UNION ALL
+      SELECT false AS inserted, ${recordProjection('live', clock)}
+      FROM ${idemRecords} AS live
+      WHERE ${liveKey('live', input)} AND NOT EXISTS (SELECT 1 FROM w)`,
+  );
+}
+
+/** The live row of a key, read on a fresh snapshot. */
+export function selectLive(
+  key: Pick<ClaimInput, 'scope' | 'procedure' | 'keyHash'>,
+  clock: SQL,
+): SQL {
+  return sql`SELECT ${recordProjection('live', clock)}
+    FROM ${idemRecords} AS live
+    WHERE ${liveKey('live', key)}`;
+}
+
+/** The row a takeover or supersede acts on, as it was read. */
+export interface ReadRow {
+  id: string;
+  version: number;
+}
+
+/**
+ * Takes over a released key or an expired lease for the same request (second timeline above):
+ * a new owner and lease, `version` and `attempts` bumped. Returns the record, or no record when
+ * another claimer got there first.
+ */
+export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
+  return withLockTimeout(
+    input.lockTimeoutMs,
+    (from) => sql`
+      UPDATE ${idemRecords} AS r
+      SET state = 'IN_PROGRESS',
+        version = r.version + 1,
+        attempts = r.attempts + 1,
+        lease_owner = ${input.owner}::text,
+        lease_expires_at = ${clock} + ${milliseconds(input.leaseMs)},
+        updated_at = ${clock}
+      ${from}
+      WHERE r.id = ${row.id}::bigint
+        AND r.version = ${row.version}::integer
+        AND r.superseded_at IS NULL
+        AND r.fingerprint = ${input.fingerprint}::text
+        AND (
+          r.state = 'RETRYABLE_FAILURE'
+          OR (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= ${clock})
+        )
+      RETURNING r.*`,
+    sql`SELECT ${recordProjection('w', clock)} FROM w`,
+  );
+}
+
+/**
+ * Retires a completed or terminally failed row whose replay window has closed (third timeline
+ * above): the key is a new request, and the old row stays, superseded, until the reaper deletes
+ * it. Returns the id when this call superseded the row.
+ */
+export function supersede(row: ReadRow, lockTimeoutMs: number | undefined, clock: SQL): SQL {
+  return withLockTimeout(
+    lockTimeoutMs,
+    (from) => sql`
+      UPDATE ${idemRecords} AS r
+      SET superseded_at = ${clock}, updated_at = ${clock}
+      ${from}
+      WHERE r.id = ${row.id}::bigint
+        AND r.version = ${row.version}::integer
+        AND r.superseded_at IS NULL
+        AND r.state IN ('COMPLETED', 'TERMINAL_FAILURE')
+        AND r.replay_expires_at <= ${clock}
+      RETURNING r.id`,
+    sql`SELECT w.id::text AS id FROM w`,
+  );
+}

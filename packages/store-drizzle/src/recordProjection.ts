@@ -1,0 +1,107 @@
+import type { IdempotencyRecord, RecordState } from '@idem/contract';
+import { sql, type SQL } from 'drizzle-orm';
+
+/**
+ * A record row as the store's raw statements return it. Every value is normalised in SQL so that
+ * both drivers hand back the same JavaScript types whatever their parsers: ids as text, instants
+ * as epoch milliseconds (float8), flags computed by the database clock.
+ */
+export interface RecordRow {
+  id: string;
+  scope: string;
+  procedure: string;
+  key_hash: string;
+  fingerprint: string;
+  fingerprint_version: number;
+  state: RecordState;
+  version: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  attempts: number;
+  recovery_point: string | null;
+  operation_id: string;
+  response_status: number | null;
+  response_body: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+  replay_expires_at: number | null;
+  purge_after: number | null;
+  lease_expired: boolean;
+  lease_remaining_ms: number;
+  /** The replay window has closed (`replay_expires_at <= clock`): the key is a new request. */
+  replay_expired: boolean;
+}
+
+function epochMs(column: SQL): SQL {
+  return sql`(extract(epoch from ${column}) * 1000)::float8`;
+}
+
+/**
+ * The select list of a record read through `alias` (a table alias or CTE name of the statement),
+ * with the lease and replay flags computed against `clock`.
+ */
+export function recordProjection(alias: string, clock: SQL): SQL {
+  const c = (column: string) => sql.raw(`${alias}.${column}`);
+  return sql`
+    ${c('id')}::text AS id,
+    ${c('scope')} AS scope,
+    ${c('procedure')} AS procedure,
+    ${c('key_hash')} AS key_hash,
+    ${c('fingerprint')} AS fingerprint,
+    ${c('fingerprint_version')} AS fingerprint_version,
+    ${c('state')} AS state,
+    ${c('version')} AS version,
+    ${c('lease_owner')} AS lease_owner,
+    ${epochMs(c('lease_expires_at'))} AS lease_expires_at,
+    ${c('attempts')} AS attempts,
+    ${c('recovery_point')} AS recovery_point,
+    ${c('operation_id')}::text AS operation_id,
+    ${c('response_status')} AS response_status,
+    ${c('response_body')} AS response_body,
+    ${epochMs(c('created_at'))} AS created_at,
+    ${epochMs(c('updated_at'))} AS updated_at,
+    ${epochMs(c('completed_at'))} AS completed_at,
+    ${epochMs(c('replay_expires_at'))} AS replay_expires_at,
+    ${epochMs(c('purge_after'))} AS purge_after,
+    coalesce(${c('lease_expires_at')} <= ${clock}, false) AS lease_expired,
+    coalesce(
+      greatest(ceil(extract(epoch from ${c('lease_expires_at')} - ${clock}) * 1000), 0),
+      0
+    )::float8 AS lease_remaining_ms,
+    coalesce(${c('replay_expires_at')} <= ${clock}, false) AS replay_expired`;
+}
+
+function toDate(epochMilliseconds: number): Date;
+function toDate(epochMilliseconds: number | null): Date | null;
+function toDate(epochMilliseconds: number | null): Date | null {
+  return epochMilliseconds === null ? null : new Date(Math.floor(epochMilliseconds));
+}
+
+/** The record the store hands out, from a row selected through {@link recordProjection}. */
+export function toIdempotencyRecord(row: RecordRow): IdempotencyRecord {
+  return {
+    id: row.id,
+    scope: row.scope,
+    procedure: row.procedure,
+    keyHash: row.key_hash,
+    fingerprint: row.fingerprint,
+    fingerprintVersion: row.fingerprint_version,
+    state: row.state,
+    version: row.version,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: toDate(row.lease_expires_at),
+    attempts: row.attempts,
+    recoveryPoint: row.recovery_point,
+    operationId: row.operation_id,
+    responseStatus: row.response_status,
+    responseBody: row.response_body,
+    createdAt: toDate(row.created_at),
+    updatedAt: toDate(row.updated_at),
+    completedAt: toDate(row.completed_at),
+    replayExpiresAt: toDate(row.replay_expires_at),
+    purgeAfter: toDate(row.purge_after),
+    leaseExpired: row.lease_expired,
+    leaseRemainingMs: row.lease_remaining_ms,
+  };
+}

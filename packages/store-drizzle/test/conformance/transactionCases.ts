@@ -1,0 +1,98 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import {
+  claimedRecord,
+  claimInput,
+  conformanceHelpers,
+  existingRecord,
+  Rollback,
+  storedResponse,
+  UNSORTED_UNICODE_BODY,
+  type ConformanceTarget,
+} from '../conformanceTarget.js';
+
+/** Claims inside transactions, and the statements each claim path costs. */
+export function transactionCases<TTx>(target: () => ConformanceTarget<TTx>): void {
+  const { store, laterStore, rowsOfKey } = conformanceHelpers(target);
+
+  describe('transactions', () => {
+    it('a rolled-back claim leaves nothing behind', async () => {
+      const input = claimInput();
+      await expect(
+        store().transaction(async (tx) => {
+          claimedRecord(await store().claim(input, tx));
+          expect(await store().read(input, tx)).not.toBeNull();
+          throw new Rollback();
+        }),
+      ).rejects.toBeInstanceOf(Rollback);
+      expect(await store().read(input)).toBeNull();
+      expect(await rowsOfKey(input.keyHash)).toEqual([]);
+      expect(claimedRecord(await store().claim(input)).attempts).toBe(1);
+    });
+
+    it('a claim and its completion in one transaction are visible after commit', async () => {
+      const input = claimInput();
+      const s = store();
+      const id = await s.transaction(async (tx) => {
+        const record = claimedRecord(await s.claim({ ...input, lockTimeoutMs: 2_000 }, tx));
+        expect(await s.complete(record, storedResponse(), tx)).toBe(true);
+        return record.id;
+      });
+      const replay = existingRecord(await s.claim(input));
+      expect(replay).toMatchObject({ id, state: 'COMPLETED', responseBody: UNSORTED_UNICODE_BODY });
+    });
+
+    it.each([
+      ['a fresh claim', 'fresh'],
+      ['an existing record', 'existing'],
+      ['a takeover', 'takeover'],
+      ['a claim after the replay window', 'superseded'],
+    ] as const)('restores lock_timeout after %s inside a transaction', async (_name, path) => {
+      const input = claimInput({ leaseMs: 5_000 });
+      if (path !== 'fresh') {
+        const first = claimedRecord(await store().claim(input));
+        if (path === 'takeover') await store().release(first);
+        if (path === 'superseded')
+          await store().complete(first, storedResponse({ replayWindowMs: 1_000 }));
+      }
+      const s = path === 'superseded' ? laterStore(2_000) : store();
+      const settings = await s.transaction(async (tx) => {
+        await target().rows(sql`SELECT set_config('lock_timeout', '7s', true)`, tx);
+        const result = await s.claim({ ...input, lockTimeoutMs: 150 }, tx);
+        const [after] = await target().rows<{ lock_timeout: string }>(sql`SHOW lock_timeout`, tx);
+        return { kind: result.kind, after: after?.lock_timeout };
+      });
+      expect(settings).toEqual({ kind: path === 'existing' ? 'existing' : 'claimed', after: '7s' });
+    });
+  });
+
+  describe('statements per claim (what the benchmarks pay)', () => {
+    it.each([
+      ['a fresh claim', 1, 'fresh', {}],
+      ['a replay of a completed record', 1, 'completed', {}],
+      ['a replay with a lock timeout', 1, 'completed', { lockTimeoutMs: 2_000 }],
+      ['an in-progress duplicate', 1, 'inProgress', {}],
+      ['a takeover of a released key', 2, 'released', {}],
+      ['a new request after the replay window', 3, 'windowClosed', {}],
+    ] as const)('%s costs %i statement(s)', async (_name, expected, setup, overrides) => {
+      const input = claimInput(overrides);
+      if (setup !== 'fresh') {
+        const first = claimedRecord(await store().claim(input));
+        if (setup === 'completed') await store().complete(first, storedResponse());
+        if (setup === 'released') await store().release(first);
+        if (setup === 'windowClosed')
+          await store().complete(first, storedResponse({ replayWindowMs: 1_000 }));
+      }
+      const queries: string[] = [];
+      const counted = target().createStore({
+        logQuery: (query) => queries.push(query),
+        dangerouslyShiftClockMs: setup === 'windowClosed' ? 2_000 : 0,
+      });
+      const result = await counted.claim(input);
+      expect(result.kind).toBe(
+        setup === 'completed' || setup === 'inProgress' ? 'existing' : 'claimed',
+      );
+      expect(queries).toHaveLength(expected);
+    });
+  });
+}

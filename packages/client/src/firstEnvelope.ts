@@ -1,0 +1,63 @@
+import type {
+  OperationResultEnvelope,
+  OperationResultObservable,
+  TRPCClientError,
+} from '@trpc/client';
+import type { AnyTRPCRouter } from '@trpc/server';
+
+/** What a query or mutation observable delivers. */
+export type Envelope<TRouter extends AnyTRPCRouter> = OperationResultEnvelope<
+  unknown,
+  TRPCClientError<TRouter>
+>;
+
+/**
+ * One attempt's observable (a query or mutation: one envelope, then complete) as a promise.
+ * Unsubscribes, which cancels the request, when `signal` aborts.
+ */
+export function firstEnvelope<TRouter extends AnyTRPCRouter>(
+  result$: OperationResultObservable<TRouter, unknown>,
+  signal: AbortSignal,
+): Promise<Envelope<TRouter>> {
+  return new Promise((resolve, reject) => {
+    let envelope: Envelope<TRouter> | undefined;
+    const subscription = result$.subscribe({
+      next: (value) => {
+        envelope = value;
+      },
+      error: reject,
+      complete: () =>
+        envelope ? resolve(envelope) : reject(new Error('the link completed without a result')),
+    });
+    signal.addEventListener(
+      'abort',
+      () => {
+        subscription.unsubscribe();
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
+
+/** A signal that aborts when either does (with its reason), and a way to drop the listeners. */
+export function eitherSignal(
+  a: AbortSignal | null | undefined,
+  b: AbortSignal,
+): { signal: AbortSignal; dispose: () => void } {
+  if (!a) return { signal: b, dispose: () => {} };
+  const controller = new AbortController();
+  const onA = () => controller.abort(a.reason);
+  const onB = () => controller.abort(b.reason);
+  const dispose = () => {
+    a.removeEventListener('abort', onA);
+    b.removeEventListener('abort', onB);
+  };
+  if (a.aborted) onA();
+  else if (b.aborted) onB();
+  else {
+    a.addEventListener('abort', onA, { once: true });
+    b.addEventListener('abort', onB, { once: true });
+  }
+  return { signal: controller.signal, dispose };
+}

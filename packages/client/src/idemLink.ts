@@ -1,0 +1,225 @@
+import {
+  httpLink,
+  type HTTPHeaders,
+  type HTTPLinkOptions,
+  type Operation,
+  type TRPCLink,
+} from '@trpc/client';
+import type { AnyTRPCRouter } from '@trpc/server';
+import { observable } from '@trpc/server/observable';
+import { positiveInteger, positiveMs } from './assertOptions.js';
+import { attemptHeaders, withoutIdemHeaders } from './attemptHeaders.js';
+import type { Backoff } from './backoff/Backoff.js';
+import { fullJitter } from './backoff/fullJitter.js';
+import type { OperationKind } from './decideRetry.js';
+import { idemFetch } from './idemFetch.js';
+import { eitherSignal, firstEnvelope, type Envelope } from './firstEnvelope.js';
+import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from './IdemEvent.js';
+import type { IdempotencyKeyFunction, IdempotentProcedures } from './IdempotentProcedures.js';
+import { resolveIdempotencyKey } from './resolveIdempotencyKey.js';
+import { RetryBudget } from './RetryBudget.js';
+import { systemClock, type RetryClock } from './RetryClock.js';
+import { runWithRetries } from './runWithRetries.js';
+import { toClientError } from './toClientError.js';
+
+/** The link's defaults, in one place. */
+export const IDEM_LINK_DEFAULTS = {
+  maxAttempts: 3,
+  attemptTimeoutMs: 10_000,
+  deadlineMs: 30_000,
+  retryOn500: false,
+  retryQueries: true,
+} as const;
+
+/** Options of {@link idemLink}. Every option but `http` and `idempotent` has a default. */
+export interface IdemLinkOptions<TRouter extends AnyTRPCRouter> {
+  /**
+   * How idem sends idempotent mutations: tRPC's `httpLink` options (`url`, `transformer`,
+   * `headers`, `fetch`, ...), normally the same as your terminating link's. idem sends each
+   * idempotent mutation itself, one HTTP request per attempt and never batched, because a batch
+   * shares one set of headers and each mutation needs its own `Idempotency-Key`. Everything else
+   * (queries, other mutations, subscriptions) continues down your link chain.
+   */
+  http: HTTPLinkOptions<TRouter['_def']['_config']['$types']>;
+  /**
+   * Every idempotent mutation of the router, checked against it by the compiler (see
+   * {@link IdempotentProcedures}): `true`, or `{ key: (input) => string }` to derive keys.
+   */
+  idempotent: IdempotentProcedures<TRouter>;
+  /**
+   * Most attempts per call, counting the first. Defaults to 3 attempts (AWS SDK standard mode).
+   * 1 turns retries off (a single batch job that reruns as a whole).
+   */
+  maxAttempts?: number;
+  /**
+   * Milliseconds one attempt may take before idem aborts it and, if allowed, retries with the same
+   * key. Defaults to 10 000 ms. Set it to 2 to 3 times the procedure's measured p99 latency.
+   */
+  attemptTimeoutMs?: number;
+  /**
+   * Milliseconds for the whole call: every attempt and every sleep, never reset per attempt. What
+   * is left travels to the server in `Idempotency-Timeout-Ms`. Defaults to 30 000 ms.
+   */
+  deadlineMs?: number;
+  /** Sleep before each retry. Defaults to `fullJitter()` (base 500 ms, cap 10 s). */
+  backoff?: Backoff;
+  /**
+   * The retry budget. Defaults to a new `RetryBudget()` per client (500 tokens, 5 per retry,
+   * 10 per retry after a timeout, 1 back per success). Pass one instance to several links to
+   * share it.
+   */
+  budget?: RetryBudget;
+  /**
+   * Retry HTTP 500 too. Defaults to `false`: a 500 is often a bug, and a bug answers the same way
+   * every time.
+   */
+  retryOn500?: boolean;
+  /** Retry queries (they are safe to repeat). Defaults to `true`. */
+  retryQueries?: boolean;
+  /** Called before every retry. Defaults to none. */
+  onRetry?: (event: IdemRetryEvent) => void;
+  /** Called once when a call ends in an error (not when the caller aborts it). Defaults to none. */
+  onGiveUp?: (event: IdemGiveUpEvent) => void;
+  /** Logs retries (`info`) and give-ups (`warn`). Defaults to none; `console` fits. */
+  logger?: IdemLogger;
+  /** Time source for deadlines and sleeps. Defaults to the system clock; inject one in tests. */
+  clock?: RetryClock;
+  /** Uniform random numbers in [0, 1) for jitter. Defaults to `Math.random`. */
+  random?: () => number;
+}
+
+/**
+ * The idem link: one idempotency key per logical mutation call, and the retry loop for every call.
+ *
+ * Put it before your terminating link (`httpBatchLink` or `httpLink`). Idempotent mutations are
+ * sent by idem itself, unbatched, with their key and per-attempt headers; queries and other
+ * mutations go down your chain and are retried there when that is safe: queries on the retry list,
+ * other mutations only when no connection was made.
+ */
+export function idemLink<TRouter extends AnyTRPCRouter>(
+  opts: IdemLinkOptions<TRouter>,
+): TRPCLink<TRouter> {
+  // Configured once.
+  const keyFunctions = new Map<string, IdempotencyKeyFunction<unknown> | undefined>(
+    Object.entries(
+      opts.idempotent as Record<string, true | { key?: IdempotencyKeyFunction<unknown> }>,
+    ).map(([path, entry]) => [path, entry === true ? undefined : entry.key]),
+  );
+  const maxAttempts = positiveInteger(
+    'maxAttempts',
+    opts.maxAttempts ?? IDEM_LINK_DEFAULTS.maxAttempts,
+  );
+  const attemptTimeoutMs = positiveMs(
+    'attemptTimeoutMs',
+    opts.attemptTimeoutMs ?? IDEM_LINK_DEFAULTS.attemptTimeoutMs,
+  );
+  const deadlineMs = positiveMs('deadlineMs', opts.deadlineMs ?? IDEM_LINK_DEFAULTS.deadlineMs);
+  const backoff = opts.backoff ?? fullJitter();
+  const retryOn500 = opts.retryOn500 ?? IDEM_LINK_DEFAULTS.retryOn500;
+  const retryQueries = opts.retryQueries ?? IDEM_LINK_DEFAULTS.retryQueries;
+  const clock = opts.clock ?? systemClock;
+  const random = opts.random ?? Math.random;
+  const onRetry = (event: IdemRetryEvent) => {
+    opts.logger?.info(
+      `idem: ${event.path} attempt ${event.attempt} failed (${event.failure}); retrying in ${event.delayMs} ms`,
+      event,
+    );
+    opts.onRetry?.(event);
+  };
+  const onGiveUp = (event: IdemGiveUpEvent) => {
+    if (event.because !== 'not-retryable' || event.attempt > 1) {
+      opts.logger?.warn(
+        `idem: ${event.path} failed after ${event.attempt} attempt(s) (${event.failure}); not retried: ${event.because}`,
+        event,
+      );
+    }
+    opts.onGiveUp?.(event);
+  };
+
+  return (runtime) => {
+    // Per client: one budget, one unbatched transport.
+    const budget = opts.budget ?? new RetryBudget();
+    const headersOf = new WeakMap<Operation, Record<string, string>>();
+    const userHeaders = opts.http.headers;
+    const send = httpLink<TRouter>({
+      ...opts.http,
+      fetch: idemFetch(opts.http.fetch),
+      async headers({ op }) {
+        const own: HTTPHeaders =
+          typeof userHeaders === 'function' ? await userHeaders({ op }) : (userHeaders ?? {});
+        return { ...withoutIdemHeaders(own), ...headersOf.get(op) };
+      },
+    } as HTTPLinkOptions<TRouter['_def']['_config']['$types']>)(runtime);
+
+    return ({ op, next }) => {
+      // Per call.
+      if (op.type === 'subscription') return next(op);
+      if (op.type === 'query' && !retryQueries) return next(op);
+      const operation: OperationKind =
+        op.type === 'query'
+          ? 'query'
+          : keyFunctions.has(op.path)
+            ? 'idempotent-mutation'
+            : 'mutation';
+
+      return observable((observer) => {
+        const unsubscribed = new AbortController();
+        const { signal, dispose } = eitherSignal(op.signal, unsubscribed.signal);
+        let idempotencyKey: string | undefined;
+        if (operation === 'idempotent-mutation') {
+          try {
+            idempotencyKey = resolveIdempotencyKey(op, keyFunctions.get(op.path), randomUUID);
+          } catch (error) {
+            dispose();
+            observer.error(toClientError(error));
+            return () => {};
+          }
+        }
+
+        runWithRetries<Envelope<TRouter>>({
+          call:
+            idempotencyKey === undefined
+              ? { path: op.path, operation }
+              : { path: op.path, operation, idempotencyKey },
+          attempt: ({ attempt, requestId, signal: attemptSignal, remainingMs }) => {
+            const attemptOp: Operation = { ...op, signal: attemptSignal };
+            if (idempotencyKey === undefined) return firstEnvelope(next(attemptOp), attemptSignal);
+            headersOf.set(
+              attemptOp,
+              attemptHeaders({ idempotencyKey, requestId, attempt, remainingMs }),
+            );
+            return firstEnvelope(send({ op: attemptOp, next }), attemptSignal);
+          },
+          maxAttempts,
+          attemptTimeoutMs,
+          deadlineMs,
+          backoff,
+          budget,
+          retryOn500,
+          clock,
+          random,
+          newRequestId: randomUUID,
+          signal,
+          onRetry,
+          onGiveUp,
+        })
+          .then(
+            (envelope) => {
+              observer.next(envelope);
+              observer.complete();
+            },
+            (error: unknown) => {
+              if (!unsubscribed.signal.aborted) observer.error(toClientError(error));
+            },
+          )
+          .finally(dispose);
+
+        return () => unsubscribed.abort();
+      });
+    };
+  };
+}
+
+function randomUUID(): string {
+  return globalThis.crypto.randomUUID();
+}

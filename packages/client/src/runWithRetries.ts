@@ -1,0 +1,238 @@
+import type { Backoff } from './backoff/Backoff.js';
+import { classifyFailure, type Failure } from './classifyFailure.js';
+import { decideRetry } from './decideRetry.js';
+import { IdemClientError, type IdemGiveUpCode } from './IdemClientError.js';
+import type {
+  GiveUpReason,
+  IdemCallInfo,
+  IdemFailureInfo,
+  IdemGiveUpEvent,
+  IdemRetryEvent,
+} from './IdemEvent.js';
+import type { RetryBudget } from './RetryBudget.js';
+import type { RetryClock } from './RetryClock.js';
+
+/** What one attempt is given. */
+export interface AttemptContext {
+  /** Counting the first attempt as 1. */
+  attempt: number;
+  /** Fresh for every attempt (`X-Request-Id`). */
+  requestId: string;
+  /** Aborts when the attempt times out or the caller aborts. */
+  signal: AbortSignal;
+  /** Milliseconds left of the overall deadline when the attempt starts (`Idempotency-Timeout-Ms`). */
+  remainingMs: number;
+}
+
+/** The resolved policy of one call. The link builds it; tests build it directly. */
+export interface RetryLoopOptions<T> {
+  call: IdemCallInfo;
+  /** Runs one attempt. Must settle; should stop work when `signal` aborts. */
+  attempt: (context: AttemptContext) => Promise<T>;
+  maxAttempts: number;
+  attemptTimeoutMs: number;
+  deadlineMs: number;
+  backoff: Backoff;
+  budget: RetryBudget;
+  retryOn500: boolean;
+  clock: RetryClock;
+  random: () => number;
+  newRequestId: () => string;
+  /** The caller's signal: stops the loop at once, in an attempt or a sleep. */
+  signal?: AbortSignal | null | undefined;
+  onRetry?: ((event: IdemRetryEvent) => void) | undefined;
+  onGiveUp?: ((event: IdemGiveUpEvent) => void) | undefined;
+}
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/**
+ * The retry loop, free of tRPC: attempts, per-attempt timeout, one deadline for the whole call
+ * (never reset), backoff, `Retry-After`, and the shared budget.
+ *
+ * Resolves with the first success. Rejects with:
+ * - the caller's abort reason, as soon as `signal` aborts;
+ * - the last error as it is, when it is not retried (`not-retryable`, `unsafe`);
+ * - an {@link IdemClientError} give-up (`ATTEMPTS_EXHAUSTED`, `BUDGET_EXHAUSTED`,
+ *   `DEADLINE_EXCEEDED`, `RETRY_AFTER_EXCEEDS_DEADLINE`) whose `lastError` is the last error.
+ *
+ * It never sleeps past the deadline: a sleep that would end at or after it gives up instead, and
+ * each attempt's timeout is the smaller of `attemptTimeoutMs` and what the deadline has left.
+ */
+export async function runWithRetries<T>(options: RetryLoopOptions<T>): Promise<T> {
+  const { clock, signal, budget } = options;
+  const deadlineAt = clock.now() + options.deadlineMs;
+  let lastRetryCost = 0;
+  let previousDelayMs: number | undefined;
+
+  for (let attempt = 1; ; attempt++) {
+    if (signal?.aborted) throw signal.reason;
+    const requestId = options.newRequestId();
+    const remainingMs = deadlineAt - clock.now();
+    const outcome = await runAttempt(options, {
+      attempt,
+      requestId,
+      remainingMs,
+      timeoutMs: Math.min(options.attemptTimeoutMs, remainingMs),
+    });
+    if (outcome.ok) {
+      budget.recordSuccess(lastRetryCost);
+      return outcome.value;
+    }
+    if (signal?.aborted) throw signal.reason;
+
+    const error = outcome.error;
+    const now = clock.now();
+    const failure = classifyFailure(error, now);
+    const info = failureInfo(attempt, requestId, failure, error);
+    const left = deadlineAt - now;
+    const giveUp = (because: GiveUpReason, code?: IdemGiveUpCode, detail?: string): never => {
+      notify(() =>
+        options.onGiveUp?.({
+          type: 'give-up',
+          ...options.call,
+          ...info,
+          because,
+          remainingMs: left,
+        }),
+      );
+      if (code === undefined) throw error;
+      throw new IdemClientError(
+        code,
+        `${options.call.path}: gave up after ${attempt} attempt${attempt === 1 ? '' : 's'} (${failure.kind}): ${detail}`,
+        { attempts: attempt, failure: failure.kind, lastError: error, cause: error },
+      );
+    };
+
+    const decision = decideRetry(failure, options.call.operation, options);
+    if (!decision.retry) return giveUp(decision.because);
+    if (attempt >= options.maxAttempts) {
+      return giveUp(
+        'attempts-exhausted',
+        'ATTEMPTS_EXHAUSTED',
+        `${options.maxAttempts} attempts allowed`,
+      );
+    }
+    if (failure.retryAfterMs !== undefined && failure.retryAfterMs >= left) {
+      return giveUp(
+        'retry-after-exceeds-deadline',
+        'RETRY_AFTER_EXCEEDS_DEADLINE',
+        `the server asked to wait ${failure.retryAfterMs} ms, the deadline has ${Math.max(0, left)} ms left`,
+      );
+    }
+    const backoffMs = options.backoff({
+      retry: attempt - 1,
+      previousDelayMs,
+      random: options.random,
+    });
+    const delayMs = Math.max(backoffMs, failure.retryAfterMs ?? 0);
+    if (delayMs >= left) {
+      return giveUp(
+        'deadline-exceeded',
+        'DEADLINE_EXCEEDED',
+        `${options.deadlineMs} ms deadline, ${Math.max(0, left)} ms left, next sleep ${delayMs} ms`,
+      );
+    }
+    const cost = budget.tryAcquire(failure.kind);
+    if (cost === undefined) {
+      return giveUp(
+        'budget-exhausted',
+        'BUDGET_EXHAUSTED',
+        `a retry costs ${budget.costOf(failure.kind)} tokens, ${budget.tokens} left`,
+      );
+    }
+    lastRetryCost = cost;
+    previousDelayMs = backoffMs;
+    notify(() =>
+      options.onRetry?.({
+        type: 'retry',
+        ...options.call,
+        ...info,
+        delayMs,
+        remainingMs: left,
+        budgetTokens: budget.tokens,
+      }),
+    );
+    await clock.sleep(delayMs, signal ?? undefined);
+    // A timer that fired late must not start an attempt with no time left.
+    if (deadlineAt - clock.now() <= 0) {
+      return giveUp(
+        'deadline-exceeded',
+        'DEADLINE_EXCEEDED',
+        `${options.deadlineMs} ms deadline ran out during the backoff sleep`,
+      );
+    }
+  }
+}
+
+function failureInfo(
+  attempt: number,
+  requestId: string,
+  failure: Failure,
+  error: unknown,
+): IdemFailureInfo {
+  const info: IdemFailureInfo = { attempt, requestId, failure: failure.kind, error };
+  if (failure.status !== undefined) info.status = failure.status;
+  if (failure.reason !== undefined) info.reason = failure.reason;
+  return info;
+}
+
+/**
+ * Runs one attempt against its timeout and the caller's signal. The attempt's own signal aborts
+ * when it times out or the caller aborts, so the transport cancels its request.
+ */
+async function runAttempt<T>(
+  options: RetryLoopOptions<T>,
+  context: Omit<AttemptContext, 'signal'> & { timeoutMs: number },
+): Promise<Outcome<T>> {
+  const { timeoutMs, ...rest } = context;
+  const controller = new AbortController();
+  const timer = new AbortController();
+  const caller = options.signal;
+  let onCallerAbort: (() => void) | undefined;
+
+  const outcome = await new Promise<Outcome<T>>((resolve) => {
+    let settled = false;
+    const settle = (result: Outcome<T>) => {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    };
+    if (caller) {
+      onCallerAbort = () => settle({ ok: false, error: caller.reason });
+      caller.addEventListener('abort', onCallerAbort, { once: true });
+    }
+    options.clock.sleep(Math.max(0, timeoutMs), timer.signal).then(
+      () =>
+        settle({
+          ok: false,
+          error: new IdemClientError(
+            'ATTEMPT_TIMEOUT',
+            `${options.call.path}: attempt ${context.attempt} timed out after ${Math.max(0, timeoutMs)} ms`,
+            { attempts: context.attempt },
+          ),
+        }),
+      () => {},
+    );
+    Promise.resolve()
+      .then(() => options.attempt({ ...rest, signal: controller.signal }))
+      .then(
+        (value) => settle({ ok: true, value }),
+        (error: unknown) => settle({ ok: false, error }),
+      );
+  });
+
+  timer.abort();
+  if (caller && onCallerAbort) caller.removeEventListener('abort', onCallerAbort);
+  if (!outcome.ok) controller.abort(outcome.error);
+  return outcome;
+}
+
+/** Runs an observer hook; a hook that throws must never change the call's outcome. */
+function notify(hook: () => void): void {
+  try {
+    hook();
+  } catch {
+    // Observability is best effort; the retry loop goes on.
+  }
+}

@@ -36,6 +36,17 @@ export const idempotencyOptionsSchema = z.object({
   /** Which failures are stored and replayed. [`deterministic`] */
   failures: failurePolicySchema.optional(),
   /**
+   * `accepted`: long-running work (external mode only). The first request answers 202 at once
+   * with `{ operationId, state }` and the work goes on in the background; every duplicate gets
+   * the same operation, never a second job. Poll the result by operation id. [`result`]
+   */
+  respond: z.enum(['result', 'accepted']).optional(),
+  /**
+   * What is stored for replay: the whole output, a reference to re-read, an encrypted or redacted
+   * secret, or nothing. The server's options carry the functions; meta records the kind. [`full`]
+   */
+  replay: z.enum(['full', 'reference', 'encrypted', 'redacted', 'none']).optional(),
+  /**
    * Added to the caller scope, to separate environments (`live`, `test`) or tenants further.
    * The caller scope itself always comes from the authenticated context. [none]
    */

@@ -1,3 +1,5 @@
+import type { PhaseTools } from './PhasedExecution.js';
+
 /**
  * What an idempotent procedure finds in `ctx.idem` while it runs (request-scoped).
  */
@@ -28,3 +30,9 @@ export interface LocalIdemExecution<TTx> extends IdemExecution {
   /** The transaction that holds the claim. Use it for every write; never the outer database. */
   readonly tx: TTx;
 }
+
+/**
+ * `ctx.idem` of an external-mode procedure: no transaction around the handler; steps
+ * (`phase`, `external`) commit their recovery points as they finish.
+ */
+export type ExternalIdemExecution<TTx> = IdemExecution & PhaseTools<TTx>;

@@ -5,11 +5,15 @@ import type {
   FailurePolicy,
   IdempotencyStore,
   IdemReason,
+  RecoveryRecord,
 } from '@idem/contract';
 import type { IdemRequest } from './idemContext.js';
 import type { IdemExecution } from './IdemExecution.js';
 import type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
+import type { ReplayStrategy } from './ReplayStrategy.js';
 import type { ResultSerializer } from './ResultSerializer.js';
+import type { TextCipher } from './aesGcmCipher.js';
+import type { IdemTelemetry } from './idemTelemetry.js';
 
 /** Per-procedure settings after defaults were applied (configured once per procedure). */
 export interface ResolvedProcedureOptions {
@@ -20,6 +24,8 @@ export interface ResolvedProcedureOptions {
   lockTimeoutMs: number;
   failures: FailurePolicy;
   scopeSuffix: string | undefined;
+  respond: 'result' | 'accepted';
+  replay: ReplayStrategy;
 }
 
 /** Settings of one `createIdempotency` (configured once per app). */
@@ -28,6 +34,8 @@ export interface IdemRuntime {
   serializer: ResultSerializer;
   owner: string;
   inProgressRetryAfterMs: number;
+  inputCipher: TextCipher | null;
+  telemetry: IdemTelemetry;
   emit(event: IdemServerEvent): void;
 }
 
@@ -42,8 +50,12 @@ export interface IdemJob {
   options: ResolvedProcedureOptions;
   request: IdemRequest;
   claim: ClaimInput;
-  /** The parsed input: replays of stored failures compare against it. */
+  /** The parsed input, fingerprinted and (external mode) stored for the completer. */
   input: unknown;
+  /** The request's context (after authentication): reference replays rebuild as this caller. */
+  ctx: unknown;
+  /** Set when the completer resumes a record it took over: no claim, the record is ours. */
+  resume: RecoveryRecord | null;
   execution: Omit<IdemExecution, 'operationId' | 'executions'>;
   event: Omit<IdemEventBase, 'operationId'>;
   /** Runs the rest of the procedure with `ctx.idem` set. */

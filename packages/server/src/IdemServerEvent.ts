@@ -14,7 +14,9 @@ export interface IdemEventBase {
 /**
  * What happened to one request on an idempotent procedure.
  *
- * - `executed`: this request ran the procedure; `outcome` says what was stored.
+ * - `executed`: this request ran the procedure; `outcome` says what was stored (`discarded`: the
+ *   lease was lost and another worker owns the key; `unsettled`: an external call's outcome is
+ *   unknown and awaits a lookup or an operator).
  * - `replayed`: a stored outcome was replayed; the procedure did not run.
  * - `rejected`: idem refused the request (`reason`: bad key, reused key, in progress, ...).
  * - `store-error`: the key store failed; the request was answered 503 and nothing was stored.
@@ -22,7 +24,7 @@ export interface IdemEventBase {
 export type IdemServerEvent =
   | (IdemEventBase & {
       type: 'executed';
-      outcome: 'completed' | 'failed' | 'released' | 'discarded';
+      outcome: 'completed' | 'failed' | 'released' | 'discarded' | 'unsettled';
       takeover: boolean;
       durationMs: number;
     })

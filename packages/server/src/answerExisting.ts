@@ -1,15 +1,17 @@
 import { TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
+import { acceptedResponse } from './acceptedResponse.js';
 import { fingerprint } from './fingerprint.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
+import { STORED_TAGS } from './ReplayStrategy.js';
 import { storedFailureSchema } from './storedFailure.js';
 
 /**
  * Answers a request whose key another request claimed: replay a stored outcome, or refuse by
  * state. Never runs the procedure.
  */
-export function answerExisting(job: IdemJob, record: IdempotencyRecord): NextResult {
+export async function answerExisting(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
   const operationId = record.operationId;
   if (record.fingerprint !== fingerprint(job.input, record.fingerprintVersion)) {
     throw job.reject(
@@ -17,6 +19,10 @@ export function answerExisting(job: IdemJob, record: IdempotencyRecord): NextRes
       'this Idempotency-Key was already used with a different input; use a new key for a new request',
       { operationId },
     );
+  }
+  if (job.options.respond === 'accepted') {
+    // Long-running work: every duplicate gets the same operation, never a second job.
+    return acceptedResponse(job, record.operationId, record.state);
   }
   switch (record.state) {
     case 'COMPLETED':
@@ -46,22 +52,68 @@ export function inProgress(job: IdemJob, operationId?: string): TRPCError {
   );
 }
 
-function replay(job: IdemJob, record: IdempotencyRecord): NextResult {
-  const body = record.responseBody ?? '';
-  job.request.responseHeaders.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+async function replay(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
+  const { operationId } = record;
+  const body = record.responseBody;
+  const unavailable = (why: string) =>
+    job.reject('IDEMPOTENCY_REPLAY_UNAVAILABLE', `the stored result cannot be replayed: ${why}`, {
+      operationId,
+    });
+  if (body === null) throw unavailable('it was erased');
+
+  let result: NextResult;
+  if (record.state === 'TERMINAL_FAILURE') {
+    const failure = storedFailureSchema.parse(JSON.parse(body));
+    result = {
+      ok: false,
+      error: new TRPCError({ code: failure.code, message: failure.message }),
+      marker: middlewareMarker,
+    };
+  } else {
+    result = {
+      ok: true,
+      data: await readStoredOutput(job, body, unavailable),
+      marker: middlewareMarker,
+    };
+  }
+  job.request.response.headers.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
   job.runtime.emit({
     ...job.event,
     type: 'replayed',
-    operationId: record.operationId,
+    operationId,
     status: record.responseStatus ?? 200,
   });
-  if (record.state === 'COMPLETED') {
-    return { ok: true, data: job.runtime.serializer.deserialize(body), marker: middlewareMarker };
+  return result;
+}
+
+async function readStoredOutput(
+  job: IdemJob,
+  body: string,
+  unavailable: (why: string) => TRPCError,
+): Promise<unknown> {
+  const strategy = job.options.replay;
+  const { serializer } = job.runtime;
+  if (body.startsWith(STORED_TAGS.none))
+    throw unavailable('this procedure never stores its result');
+  if (body.startsWith(STORED_TAGS.encrypted)) {
+    if (strategy.kind !== 'encrypted') throw unavailable('no cipher is configured to read it');
+    return serializer.deserialize(
+      strategy.cipher.decrypt(body.slice(STORED_TAGS.encrypted.length)),
+    );
   }
-  const failure = storedFailureSchema.parse(JSON.parse(body));
-  return {
-    ok: false,
-    error: new TRPCError({ code: failure.code, message: failure.message }),
-    marker: middlewareMarker,
-  };
+  if (body.startsWith(STORED_TAGS.reference)) {
+    if (strategy.kind !== 'reference')
+      throw unavailable('no rebuild is configured for its reference');
+    const reference: unknown = JSON.parse(body.slice(STORED_TAGS.reference.length));
+    // Rebuilt as the CURRENT caller: authorization runs again, the representation is current.
+    const rebuilt = await strategy.rebuild(reference, job.ctx);
+    if (rebuilt === null || rebuilt === undefined) {
+      throw job.reject(
+        'IDEMPOTENCY_RESOURCE_GONE',
+        'this request completed, but the resource it created has been deleted since',
+      );
+    }
+    return rebuilt;
+  }
+  return serializer.deserialize(body);
 }

@@ -8,7 +8,7 @@ import type {
 import { expectTypeOf, test } from 'vitest';
 import { createIdempotency } from './createIdempotency.js';
 import type { IdemContext } from './idemContext.js';
-import type { IdemExecution } from './IdemExecution.js';
+import type { ExternalIdemExecution } from './IdemExecution.js';
 
 interface FakeTx {
   insert(row: { sku: string }): Promise<void>;
@@ -28,7 +28,10 @@ const router = t.router({
     return 1;
   }),
   send: t.procedure.concat(idem.procedure({ mode: 'external' })).mutation(({ ctx }) => {
-    expectTypeOf(ctx.idem).toEqualTypeOf<IdemExecution>();
+    expectTypeOf(ctx.idem).toEqualTypeOf<ExternalIdemExecution<FakeTx>>();
+    expectTypeOf(ctx.idem.phase<number>)
+      .parameter(1)
+      .toEqualTypeOf<(tx: FakeTx) => Promise<number>>();
     // @ts-expect-error external mode has no transaction: side effects cannot roll back
     void ctx.idem.tx;
     return 1;

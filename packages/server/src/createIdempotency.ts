@@ -1,7 +1,13 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import type { Meter } from '@opentelemetry/api';
 import { initTRPC, TRPCError } from '@trpc/server';
-import type { MiddlewareResult } from '@trpc/server/unstable-core-do-not-import';
+import type { TRPCDefaultErrorShape } from '@trpc/server';
+import type {
+  MiddlewareResult,
+  ProcedureBuilder,
+  UnsetMarker,
+} from '@trpc/server/unstable-core-do-not-import';
 import {
   DEFAULT_LEASE_MS,
   DEFAULT_LOCK_TIMEOUT_MS,
@@ -19,12 +25,17 @@ import { executeExternal } from './executeExternal.js';
 import { executeLocal } from './executeLocal.js';
 import { fingerprint, hashIdempotencyKey } from './fingerprint.js';
 import type { IdemContext } from './idemContext.js';
-import type { IdemExecution, LocalIdemExecution } from './IdemExecution.js';
+import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
 import { idemTRPCError } from './IdemRequestError.js';
-import { formatIdemError } from './formatIdemError.js';
+import { formatIdemError, type IdemErrorShape } from './formatIdemError.js';
 import type { IdemServerEvent } from './IdemServerEvent.js';
 import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
+import type { ReplayStrategy } from './ReplayStrategy.js';
+import { createCompleter, type Completer, type CompleterOptions } from './createCompleter.js';
+import { createOperationTools, type OperationTools } from './operationTools.js';
+import type { TextCipher } from './aesGcmCipher.js';
+import { createIdemTelemetry } from './idemTelemetry.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
 export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
@@ -46,10 +57,37 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
   owner?: string;
   /** Milliseconds a 409 in-progress answer asks the client to wait. Defaults to 1000. */
   inProgressRetryAfterMs?: number;
+  /**
+   * Encrypts the inputs external-mode procedures store for the completer (they may hold personal
+   * data), e.g. `aesGcmCipher(key)`. Defaults to none: inputs are stored as JSON text, readable
+   * by anyone who can read the table; erased by `eraseScope` and deleted by the reaper.
+   */
+  inputCipher?: TextCipher;
+  /**
+   * The OpenTelemetry meter for idem's metrics. Defaults to the global provider's `@idem/server`
+   * meter: a no-op until you install an SDK.
+   */
+  meter?: Meter;
+  /** Spans around claim, phases and completion (no-ops without an SDK). Defaults to true. */
+  tracing?: boolean;
 }
 
-/** What {@link createIdempotency} returns: procedure builders to `.concat()`. */
-export interface Idempotency<TContext extends IdemContext, TTx> {
+/**
+ * Options of one idempotent procedure: the contract's {@link IdempotencyOptions} (documented
+ * there, with defaults), with `replay` as a strategy object rather than its name.
+ */
+export type IdemProcedureOptions = Omit<IdempotencyOptions, 'replay'> & {
+  /** What is stored for replay. Defaults to `{ kind: 'full' }`. See {@link ReplayStrategy}. */
+  replay?: ReplayStrategy;
+};
+
+/** What {@link createIdempotency} returns: procedure builders to `.concat()`, and its workers. */
+export interface Idempotency<TContext extends IdemContext, TTx> extends OperationTools<TContext> {
+  /**
+   * The completer: takes over abandoned external-mode work (expired leases, unknown outcomes) and
+   * finishes it from its recovery point by running the procedure again as the record's owner.
+   */
+  completer(options: CompleterOptions<TContext>): Completer;
   /**
    * A procedure builder that makes a mutation idempotent. `.concat()` it after your input and
    * authentication: `authed.input(schema).concat(idem.procedure()).mutation(...)`.
@@ -58,19 +96,19 @@ export interface Idempotency<TContext extends IdemContext, TTx> {
    * with the claim and the stored result.
    */
   procedure(
-    options?: IdempotencyOptions & { mode?: 'local' },
+    options?: IdemProcedureOptions & { mode?: 'local'; respond?: 'result' },
   ): IdemProcedureBuilder<TContext, LocalIdemExecution<TTx>>;
   /**
    * External mode, for side effects outside the database: the claim commits first, the handler
    * runs outside any transaction, the result is written conditioned on the record version.
    */
   procedure(
-    options: IdempotencyOptions & { mode: 'external' },
-  ): IdemProcedureBuilder<TContext, IdemExecution>;
+    options: IdemProcedureOptions & { mode: 'external' },
+  ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>>;
 }
 
 function buildPlugin<TContext extends IdemContext>() {
-  return initTRPC.context<TContext>().meta<IdemMeta>().create();
+  return initTRPC.context<TContext>().meta<IdemMeta>().create({ isDev: false }); // never send stack traces of idem's own errors
 }
 
 function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecution>(
@@ -83,7 +121,7 @@ function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecutio
     input: unknown;
     next: (idem: TIdem) => Promise<NextResult>;
   }) => Promise<NextResult>,
-) {
+): IdemProcedureBuilder<TContext, TIdem> {
   return t.procedure
     .meta({ idempotency: meta })
     .errors(formatIdemError)
@@ -96,14 +134,25 @@ function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecutio
         next: (idem) => opts.next({ ctx: { idem } }) as Promise<NextResult>,
       });
       return result as MiddlewareResult<{ idem: TIdem }>;
-    });
+    }) as unknown as IdemProcedureBuilder<TContext, TIdem>;
+  // The cast only names the builder: tRPC spells the same context through its own unwrapping.
 }
 
-/** The builder type `idem.procedure()` returns. */
-export type IdemProcedureBuilder<
-  TContext extends IdemContext,
-  TIdem extends IdemExecution,
-> = ReturnType<typeof buildProcedure<TContext, TIdem>>;
+/**
+ * The builder type `idem.procedure()` returns: adds `ctx.idem`, idem's meta, and the error shape
+ * that marks the procedure idempotent in the router type.
+ */
+export type IdemProcedureBuilder<TContext, TIdem> = ProcedureBuilder<
+  TContext,
+  IdemMeta,
+  { idem: TIdem },
+  UnsetMarker,
+  UnsetMarker,
+  UnsetMarker,
+  UnsetMarker,
+  false,
+  IdemErrorShape | TRPCDefaultErrorShape
+>;
 
 /**
  * Creates idem's procedure builders for one app.
@@ -126,12 +175,19 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   if (!options.store) throw new TypeError('createIdempotency: `store` is required');
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
   const onEvent = options.onEvent;
+  const telemetry = createIdemTelemetry({
+    ...(options.meter ? { meter: options.meter } : {}),
+    tracing: options.tracing ?? true,
+  });
   const runtime: IdemRuntime = {
     store: options.store as IdempotencyStore<unknown>,
     serializer: options.serializer ?? jsonSerializer,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     inProgressRetryAfterMs: options.inProgressRetryAfterMs ?? 1000,
+    inputCipher: options.inputCipher ?? null,
+    telemetry,
     emit: (event) => {
+      telemetry.onEvent(event);
       if (!onEvent) return;
       try {
         onEvent(event);
@@ -141,9 +197,12 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     },
   };
   const t = buildPlugin<TContext>();
+  /** Scope suffixes of this app's procedures: operation lookups accept the caller's scopes only. */
+  const suffixes = new Set<string | undefined>([undefined]);
 
-  function procedure(procedureOptions: IdempotencyOptions = {}) {
-    const merged = idempotencyOptionsSchema.parse({ ...defaults, ...procedureOptions });
+  function procedure(procedureOptions: IdemProcedureOptions = {}) {
+    const { replay = { kind: 'full' }, ...rest } = procedureOptions;
+    const merged = idempotencyOptionsSchema.parse({ ...defaults, ...rest, replay: replay.kind });
     const resolved: ResolvedProcedureOptions = {
       mode: merged.mode ?? 'local',
       replayWindowMs: merged.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
@@ -152,20 +211,54 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       lockTimeoutMs: merged.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       failures: merged.failures ?? 'deterministic',
       scopeSuffix: merged.scopeSuffix,
+      respond: merged.respond ?? 'result',
+      replay,
     };
+    suffixes.add(resolved.scopeSuffix);
+    if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
+      throw new TypeError(
+        "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
+      );
+    }
     if (resolved.retentionMs < resolved.replayWindowMs) {
       throw new TypeError(
         `idem: retentionMs (${resolved.retentionMs}) must be at least replayWindowMs (${resolved.replayWindowMs})`,
       );
     }
+    if (
+      resolved.mode === 'external' &&
+      typeof (runtime.store as { saveSteps?: unknown }).saveSteps !== 'function'
+    ) {
+      throw new TypeError(
+        'idem: external mode needs a store with recovery support (saveSteps, markUnsettled, ...)',
+      );
+    }
     const execute = resolved.mode === 'local' ? executeLocal : executeExternal;
     return buildProcedure<TContext, IdemExecution>(t, merged, async (opts) => {
       const job = await prepareJob(runtime, resolved, options.scope, opts);
-      return execute(job);
+      const started = performance.now();
+      try {
+        return await execute(job);
+      } finally {
+        telemetry.requestDuration(performance.now() - started, job.claim.procedure);
+      }
     });
   }
-  return { procedure } as Idempotency<TContext, TTx>;
+  const scopesOf = async (ctx: TContext) => {
+    const base = await options.scope(ctx);
+    return typeof base === 'string' && base.length > 0
+      ? [...suffixes].map((suffix) => (suffix ? `${base}:${suffix}` : base))
+      : [];
+  };
+  return {
+    procedure,
+    completer: (completerOptions: CompleterOptions<TContext>) =>
+      createCompleter(runtime, completerOptions),
+    ...createOperationTools(runtime, scopesOf),
+  } as Idempotency<TContext, TTx>;
 }
+
+const identity = (text: string) => text;
 
 async function prepareJob<TContext extends IdemContext>(
   runtime: IdemRuntime,
@@ -202,14 +295,28 @@ async function prepareJob<TContext extends IdemContext>(
     });
   }
   const scope = options.scopeSuffix ? `${base}:${options.scopeSuffix}` : base;
-  const parsed = parseIdempotencyKey(request.keyValues);
-  const keyHash = parsed.ok ? hashIdempotencyKey(parsed.key) : '';
+  const resume = request.resume ?? null;
+  if (resume && (resume.scope !== scope || resume.procedure !== path)) {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: the completer's context gives scope for ${path} that does not match record ${resume.id}`,
+    });
+  }
+  // The completer resumes a record by id; it has no key, only the key's hash.
+  const parsed = resume
+    ? ({ ok: true, keyHash: resume.keyHash } as const)
+    : parseIdempotencyKey(request.keyValues);
+  const keyHash = parsed.ok
+    ? 'keyHash' in parsed
+      ? parsed.keyHash
+      : hashIdempotencyKey(parsed.key)
+    : '';
   const event = { procedure: path, scope, keyHash, requestId: request.requestId };
 
   const reject: IdemJob['reject'] = (reason, message, extra = {}) => {
     runtime.emit({ ...event, type: 'rejected', reason, operationId: extra.operationId ?? null });
     if (extra.retryAfterMs !== undefined) {
-      request.responseHeaders.set(
+      request.response.headers.set(
         RETRY_AFTER_HEADER,
         String(Math.max(1, Math.ceil(extra.retryAfterMs / 1000))),
       );
@@ -218,12 +325,19 @@ async function prepareJob<TContext extends IdemContext>(
   };
   if (!parsed.ok) throw reject(parsed.reason, parsed.message);
 
+  const storedInput =
+    options.mode === 'external'
+      ? (runtime.inputCipher?.encrypt ?? identity)(runtime.serializer.serialize(input))
+      : null;
   return {
     runtime,
     options,
     request,
     input,
+    ctx,
+    resume: request.resume ?? null,
     claim: {
+      input: storedInput,
       scope,
       procedure: path,
       keyHash,

@@ -4,7 +4,7 @@ import type { IdemJob } from './IdemJob.js';
 export function emitExecuted(
   job: IdemJob,
   operationId: string | null,
-  outcome: 'completed' | 'failed' | 'released' | 'discarded',
+  outcome: 'completed' | 'failed' | 'released' | 'discarded' | 'unsettled',
   takeover: boolean,
   started: number,
 ): void {

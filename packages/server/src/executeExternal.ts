@@ -1,15 +1,24 @@
+import { TRPCError } from '@trpc/server';
+import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
+import { acceptedResponse } from './acceptedResponse.js';
 import { answerExisting, inProgress } from './answerExisting.js';
 import { classifyFailure } from './classifyFailure.js';
+import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
+import { PhasedExecution } from './PhasedExecution.js';
 import { storeUnavailable } from './storeUnavailable.js';
 import { serializeFailure } from './storedFailure.js';
+import { storeResult } from './storeResult.js';
 
 /**
  * External mode, for handlers with side effects outside the database (a charge, an email):
  *
- *   1. claim, committed at once: IN_PROGRESS, a lease, a stable operation id, version v;
- *   2. the handler runs outside any transaction (hand `ctx.idem.operationId` downstream);
+ *   1. claim, committed at once: IN_PROGRESS, a lease, a stable operation id, version v, and the
+ *      input the completer needs to resume;
+ *   2. the handler runs outside any transaction, in steps (`ctx.idem.phase`, `ctx.idem.external`)
+ *      whose recovery points commit as they finish; a retry or the completer starts the handler
+ *      again and every committed step returns its recorded result instead of running again;
  *   3. the outcome is written only `WHERE id = ? AND version = v`: if the lease ran out and another
  *      worker took the key over (version v+1), this write matches no row and the result is
  *      discarded, never written over the new owner's.
@@ -17,36 +26,75 @@ import { serializeFailure } from './storedFailure.js';
  * A duplicate arriving during step 2 sees IN_PROGRESS and gets 409 with Retry-After.
  */
 export async function executeExternal(job: IdemJob): Promise<NextResult> {
-  const { store } = job.runtime;
+  const store = job.runtime.store as RecoveryStore<unknown>;
   const started = Date.now();
-  let claim;
-  try {
-    claim = await store.claim(job.claim);
-  } catch (error) {
-    throw storeUnavailable(job, error);
+  let record: RecoveryRecord;
+  let takeover: boolean;
+  if (job.resume) {
+    // The completer already took the record over (version bumped, lease ours).
+    record = job.resume;
+    takeover = true;
+  } else {
+    let claim;
+    try {
+      claim = await claimWithTelemetry(job);
+    } catch (error) {
+      throw storeUnavailable(job, error);
+    }
+    if (claim.kind === 'busy') throw inProgress(job);
+    if (claim.kind === 'existing') return answerExisting(job, claim.record);
+    record = claim.record as RecoveryRecord;
+    takeover = claim.takeover;
   }
-  if (claim.kind === 'busy') throw inProgress(job);
-  if (claim.kind === 'existing') return answerExisting(job, claim.record);
+  if (job.options.respond === 'accepted' && !job.resume) {
+    // Long-running work: answer 202 now; the work goes on under the lease. If this process dies,
+    // the completer resumes it from its recovery point. Its outcome reaches the event hook.
+    void runClaimed(job, record, takeover, started).catch(() => undefined);
+    return acceptedResponse(job, record.operationId, 'IN_PROGRESS');
+  }
+  return runClaimed(job, record, takeover, started);
+}
 
-  const { record } = claim;
+/** Runs the handler as the record's owner and writes its outcome, fenced by version. */
+async function runClaimed(
+  job: IdemJob,
+  record: RecoveryRecord,
+  takeover: boolean,
+  started: number,
+): Promise<NextResult> {
+  const store = job.runtime.store as RecoveryStore<unknown>;
   const fence = { id: record.id, version: record.version };
+  const phased = new PhasedExecution(job, store, fence, record.operationId, record);
   const result = await job.next({
     ...job.execution,
     operationId: record.operationId,
     executions: record.attempts,
+    recoveryPoint: phased.recoveryPoint,
+    phase: phased.phase.bind(phased),
+    external: phased.external.bind(phased),
+    heartbeat: phased.heartbeat.bind(phased),
   });
+  if (phased.lost) {
+    // Another worker owns the key now: whatever this attempt produced is discarded.
+    emitExecuted(job, record.operationId, 'discarded', takeover, started);
+    throw inProgress(job, record.operationId);
+  }
   const windows = {
     replayWindowMs: job.options.replayWindowMs,
     retentionMs: job.options.retentionMs,
   };
 
   let written: boolean;
-  let outcome: 'completed' | 'failed' | 'released';
+  let outcome: 'completed' | 'failed' | 'released' | 'unsettled';
   try {
     if (result.ok) {
       outcome = 'completed';
-      const body = job.runtime.serializer.serialize(result.data);
+      const body = storeResult(result.data, job.options.replay, job.runtime.serializer);
       written = await store.complete(fence, { status: 200, body, ...windows });
+    } else if (phased.unsettled) {
+      // An external call may have happened: never release the key for a blind re-run.
+      outcome = 'unsettled';
+      written = await store.markUnsettled(fence, phased.unsettled);
     } else {
       const failure = classifyFailure(result.error, job.options.failures);
       if (failure.kind === 'deterministic') {
@@ -59,15 +107,29 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
       }
     }
   } catch (error) {
-    // The side effect may have happened; the record stays IN_PROGRESS under its lease, so no
-    // duplicate runs before the lease ends. Phases (recovery points) make the retry safe after.
+    // The side effect may have happened; the record stays IN_PROGRESS under its lease, and its
+    // committed steps make the retry (or the completer) resume without repeating a call.
     throw storeUnavailable(job, error);
   }
   if (!written) {
-    // Our lease ran out and another worker owns the key now: our outcome is discarded.
-    emitExecuted(job, record.operationId, 'discarded', claim.takeover, started);
+    emitExecuted(job, record.operationId, 'discarded', takeover, started);
     throw inProgress(job, record.operationId);
   }
-  emitExecuted(job, record.operationId, outcome, claim.takeover, started);
+  emitExecuted(job, record.operationId, outcome, takeover, started);
+  const unsettled = result.ok ? null : phased.unsettled;
+  if (unsettled === 'NEEDS_RECONCILIATION') {
+    throw job.reject(
+      'IDEMPOTENCY_OUTCOME_UNKNOWN',
+      'an external call timed out and cannot be looked up; an operator must reconcile it before anything runs again',
+      { operationId: record.operationId },
+    );
+  }
+  if (unsettled === 'OUTCOME_UNKNOWN') {
+    // Retryable: the next attempt asks the remote system before it calls again.
+    throw new TRPCError({
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'an external call timed out; retry with the same key: it will be looked up first',
+    });
+  }
   return result;
 }

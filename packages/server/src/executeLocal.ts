@@ -3,10 +3,12 @@ import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { IdempotencyRecord } from '@idem/contract';
 import { answerExisting, inProgress } from './answerExisting.js';
 import { classifyFailure } from './classifyFailure.js';
+import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
 import { storeUnavailable } from './storeUnavailable.js';
 import { serializeFailure } from './storedFailure.js';
+import { storeResult } from './storeResult.js';
 
 /** Thrown inside the transaction to roll it back; never leaves this module. */
 class Rollback {
@@ -34,10 +36,7 @@ export async function executeLocal(job: IdemJob): Promise<NextResult> {
     { kind: 'executed'; result: NextResult } | { kind: 'existing'; record: IdempotencyRecord };
   try {
     outcome = await store.transaction(async (tx) => {
-      const claim = await store.claim(
-        { ...job.claim, lockTimeoutMs: job.options.lockTimeoutMs },
-        tx,
-      );
+      const claim = await claimWithTelemetry(job, { lockTimeoutMs: job.options.lockTimeoutMs }, tx);
       if (claim.kind === 'busy') throw new Rollback('busy');
       if (claim.kind === 'existing') return { kind: 'existing', record: claim.record } as const;
       takeover = claim.takeover;
@@ -56,7 +55,7 @@ export async function executeLocal(job: IdemJob): Promise<NextResult> {
         { id: record.id, version: record.version },
         {
           status: 200,
-          body: job.runtime.serializer.serialize(result.data),
+          body: storeResult(result.data, job.options.replay, job.runtime.serializer),
           replayWindowMs: job.options.replayWindowMs,
           retentionMs: job.options.retentionMs,
         },
@@ -72,7 +71,7 @@ export async function executeLocal(job: IdemJob): Promise<NextResult> {
     if (error instanceof Rollback && handlerError) return recordFailure(job, handlerError, started);
     throw storeUnavailable(job, error);
   }
-  return outcome.kind === 'executed' ? outcome.result : answerExisting(job, outcome.record);
+  return outcome.kind === 'executed' ? outcome.result : await answerExisting(job, outcome.record);
 }
 
 /**
@@ -89,10 +88,7 @@ async function recordFailure(job: IdemJob, error: TRPCError, started: number): P
   const { store } = job.runtime;
   try {
     await store.transaction(async (tx) => {
-      const claim = await store.claim(
-        { ...job.claim, lockTimeoutMs: job.options.lockTimeoutMs },
-        tx,
-      );
+      const claim = await claimWithTelemetry(job, { lockTimeoutMs: job.options.lockTimeoutMs }, tx);
       // Someone else claimed the key since our rollback: their outcome stands, ours is not stored.
       if (claim.kind !== 'claimed') return;
       await store.fail(

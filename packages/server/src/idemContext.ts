@@ -4,6 +4,7 @@ import {
   IDEMPOTENCY_KEY_HEADER,
   REQUEST_ID_HEADER,
   TIMEOUT_HEADER,
+  type RecoveryRecord,
 } from '@idem/contract';
 
 /**
@@ -21,8 +22,16 @@ export interface IdemRequest {
   readonly timeoutMs: number | null;
   /** `Date.now()` when the request reached `createContext`; anchors {@link timeoutMs}. */
   readonly receivedAt: number;
-  /** Response headers idem asks for; {@link idemResponseMeta} copies them onto the response. */
-  readonly responseHeaders: Map<string, string>;
+  /**
+   * What idem asks of the response: headers, and a status for 202 answers.
+   * {@link idemResponseMeta} applies them.
+   */
+  readonly response: { headers: Map<string, string>; status?: number };
+  /**
+   * Set only by the completer: the record it took over, to resume without a claim. Never set it
+   * from a request.
+   */
+  readonly resume?: RecoveryRecord;
 }
 
 /** The part of your tRPC context idem needs. Spread {@link idemContext}'s result into yours. */
@@ -53,7 +62,7 @@ export function idemContext(source: IdemHeaderSource): IdemContext {
       attempt: attempt !== null && attempt >= 1 ? attempt : null,
       timeoutMs: timeout !== null && timeout >= 0 ? timeout : null,
       receivedAt: Date.now(),
-      responseHeaders: new Map(),
+      response: { headers: new Map() },
     },
   };
 }

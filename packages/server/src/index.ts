@@ -3,14 +3,27 @@ export type {
   CreateIdempotencyOptions,
   Idempotency,
   IdemProcedureBuilder,
+  IdemProcedureOptions,
 } from './createIdempotency.js';
 export { idemContext } from './idemContext.js';
 export type { IdemContext, IdemHeaderSource, IdemRequest } from './idemContext.js';
 export { idemResponseMeta } from './idemResponseMeta.js';
-export type { IdemExecution, LocalIdemExecution } from './IdemExecution.js';
+export type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
+export type { ExternalStep, LookupResult, PhaseTools } from './PhasedExecution.js';
 export type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
 export { jsonSerializer } from './ResultSerializer.js';
 export type { ResultSerializer } from './ResultSerializer.js';
+export type { ReplayStrategy } from './ReplayStrategy.js';
+export { aesGcmCipher } from './aesGcmCipher.js';
+export type { TextCipher } from './aesGcmCipher.js';
+export type { AcceptedOperation } from './acceptedResponse.js';
+export type { CancelOutcome, OperationStatus, OperationTools } from './operationTools.js';
+export { externalProcedures } from './createCompleter.js';
+export type { Completer, CompleterOptions, CompleterReport } from './createCompleter.js';
+export { createReaper } from './createReaper.js';
+export type { Reaper, ReaperOptions, ReaperReport } from './createReaper.js';
+export type { PeriodicWorker } from './runPeriodically.js';
+export { SERVER_METRICS } from './idemTelemetry.js';
 export { canonicalJson, fingerprint, hashIdempotencyKey } from './fingerprint.js';
 export { classifyFailure } from './classifyFailure.js';
 export { formatIdemError } from './formatIdemError.js';

@@ -1,7 +1,7 @@
 import { initTRPC } from '@trpc/server';
 import type { IdemMeta } from '@idem/contract';
 
-const t = initTRPC.context<object>().meta<IdemMeta>().create();
+const t = initTRPC.context<object>().meta<IdemMeta>().create({ isDev: false });
 
 /**
  * Marks a mutation deliberately retry-unsafe: it takes no key, clients never retry it once sent,

@@ -4,10 +4,16 @@ import { describe, expect, it } from 'vitest';
 import { pgliteEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import { createTestApp } from './fixtures/testApp.js';
+import { describeMetricsGates } from './metricsGates.js';
+import { describeOperationGates } from './operationGates.js';
+import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
 
 describe('PGlite', () => {
   describeServerGates('PGlite', () => pgliteEnv());
+  describeRecoveryGates('PGlite', () => pgliteEnv());
+  describeOperationGates('PGlite', () => pgliteEnv());
+  describeMetricsGates('PGlite', () => pgliteEnv());
 
   it('runs 50 concurrent identical requests once (PGlite serialises transactions)', async () => {
     await using env = await pgliteEnv();

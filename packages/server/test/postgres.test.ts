@@ -9,6 +9,9 @@ import { postgresEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import { spawnServer } from './fixtures/spawnServer.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
+import { describeMetricsGates } from './metricsGates.js';
+import { describeOperationGates } from './operationGates.js';
+import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
 
 const available = await postgresAvailable();
@@ -17,6 +20,9 @@ const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
 
 describe.skipIf(!available)('PostgreSQL', () => {
   describeServerGates('PostgreSQL', () => postgresEnv());
+  describeRecoveryGates('PostgreSQL', () => postgresEnv());
+  describeOperationGates('PostgreSQL', () => postgresEnv());
+  describeMetricsGates('PostgreSQL', () => postgresEnv());
 
   it('runs 60 concurrent identical requests across two server processes once', async () => {
     await using env = await postgresEnv();

@@ -1,0 +1,72 @@
+import { fileURLToPath } from 'node:url';
+import { CRASH_POINTS, type CrashPoint } from './Faults.js';
+
+/** How the example server runs; read from the environment by {@link readConfig}. */
+export interface ExampleConfig {
+  /** `PORT`: where to listen on 127.0.0.1. Defaults to 3000; 0 picks a free port. */
+  port: number;
+  /** `DATABASE_URL`: PostgreSQL. When unset, embedded PGlite in {@link dataDir}. */
+  databaseUrl: string | null;
+  /**
+   * `IDEM_EXAMPLE_DATA_DIR`: PGlite's folder (`memory://` for a throwaway database). Defaults to
+   * `apps/example/.data/pglite`.
+   */
+  dataDir: string;
+  /**
+   * `IDEM_EXAMPLE_LEASE_MS`: the lease of `payments.create` and of the completer. Defaults to
+   * 3 000 ms, so that a crash demo recovers in seconds; idem's own default is 30 000 ms.
+   */
+  leaseMs: number;
+  /** `IDEM_EXAMPLE_PROCESSOR_LATENCY_MS`: the stand-in processor's latency. Defaults to 200. */
+  processorLatencyMs: number;
+  /** `IDEM_EXAMPLE_CRASH_AT`: SIGKILL the process there, once. Defaults to none. */
+  crashAt: CrashPoint | null;
+  /** `IDEM_EXAMPLE_DROP_RATE`: share (0..1) of fresh responses dropped after commit. Defaults to 0. */
+  dropRate: number;
+}
+
+/** Reads the configuration; throws on a value it cannot use (better than a silent default). */
+export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig {
+  const crashAt = env.IDEM_EXAMPLE_CRASH_AT || null;
+  if (crashAt !== null && !(CRASH_POINTS as readonly string[]).includes(crashAt)) {
+    throw new Error(
+      `IDEM_EXAMPLE_CRASH_AT must be one of ${CRASH_POINTS.join(', ')}; got ${crashAt}`,
+    );
+  }
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65_535),
+    databaseUrl: env.DATABASE_URL || null,
+    dataDir:
+      env.IDEM_EXAMPLE_DATA_DIR || fileURLToPath(new URL('../.data/pglite', import.meta.url)),
+    leaseMs: integer(env, 'IDEM_EXAMPLE_LEASE_MS', 3_000, 500, 600_000),
+    processorLatencyMs: integer(env, 'IDEM_EXAMPLE_PROCESSOR_LATENCY_MS', 200, 0, 60_000),
+    crashAt: crashAt as CrashPoint | null,
+    dropRate: rate(env, 'IDEM_EXAMPLE_DROP_RATE'),
+  };
+}
+
+function integer(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}; got ${text}`);
+  }
+  return value;
+}
+
+function rate(env: NodeJS.ProcessEnv, name: string): number {
+  const text = env[name];
+  if (text === undefined || text === '') return 0;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0 || value > 1) {
+    throw new Error(`${name} must be a number from 0 to 1; got ${text}`);
+  }
+  return value;
+}

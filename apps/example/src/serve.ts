@@ -1,0 +1,29 @@
+/**
+ * Starts the example server: `pnpm serve` in apps/example. PostgreSQL when DATABASE_URL is set,
+ * embedded PGlite in `.data/pglite` otherwise; migrations apply at start. Prints the URL, then
+ * one JSON line per idem decision, worker run and injected fault. Environment: see readConfig.ts.
+ */
+import { jsonLogger } from './jsonLogger.js';
+import { readConfig } from './readConfig.js';
+import { startExample, COMPLETER_INTERVAL_MS, REAPER_INTERVAL_MS } from './startExample.js';
+
+const config = readConfig();
+const log = jsonLogger();
+const example = await startExample(config, log);
+process.stdout.write(`listening on ${example.url} (${example.database.where})\n`);
+log({
+  msg: 'started',
+  url: example.url,
+  database: example.database.kind,
+  leaseMs: config.leaseMs,
+  completerIntervalMs: COMPLETER_INTERVAL_MS,
+  reaperIntervalMs: REAPER_INTERVAL_MS,
+  crashAt: config.crashAt,
+  dropRate: config.dropRate,
+});
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void example.close().then(() => process.exit(0));
+  });
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+/**
+ * idem-admin: operator tools for idempotency records on PostgreSQL (DATABASE_URL).
+ * Every command prints JSON. Bodies and inputs hold user data: shown only with --show-bodies.
+ */
+import { parseArgs } from 'node:util';
+import { createPostgresJsStore } from '@idem/store-drizzle/postgres-js';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import { adminCommands, viewRecord } from './adminCommands.js';
+
+const usage = `usage: idem-admin <command> [options]   (DATABASE_URL must be set)
+  show <operationId> [--show-bodies]
+  find --scope S --procedure P (--key K | --key-hash H) [--show-bodies]
+  stuck [--grace-ms 300000] [--limit 50]
+  resolve <operationId> --state COMPLETED|TERMINAL_FAILURE|RETRYABLE_FAILURE --actor A --note N
+          [--status 200 --body '<response body as sent>']
+  audit <operationId>
+  reap [--limit 500]
+  erase --scope S`;
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    scope: { type: 'string' },
+    procedure: { type: 'string' },
+    key: { type: 'string' },
+    'key-hash': { type: 'string' },
+    'grace-ms': { type: 'string', default: '300000' },
+    limit: { type: 'string' },
+    state: { type: 'string' },
+    actor: { type: 'string' },
+    note: { type: 'string' },
+    status: { type: 'string' },
+    body: { type: 'string' },
+    'show-bodies': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+
+function fail(message: string): never {
+  process.stderr.write(`idem-admin: ${message}\n${usage}\n`);
+  process.exit(2);
+}
+function required(name: keyof typeof values): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value.length === 0) fail(`--${name} is required`);
+  return value;
+}
+
+const [command, argument] = positionals;
+if (values.help || !command) {
+  process.stdout.write(`${usage}\n`);
+  process.exit(command ? 0 : 2);
+}
+const url = process.env.DATABASE_URL;
+if (!url) fail('DATABASE_URL is not set');
+
+const client = postgres(url, { max: 2, onnotice: () => {} });
+const admin = adminCommands(createPostgresJsStore(drizzle(client)) as never);
+const show = values['show-bodies'];
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+try {
+  switch (command) {
+    case 'show': {
+      const record = await admin.show(argument ?? fail('give the operation id'));
+      if (!record) fail(`no record with operation id ${argument}`);
+      print(viewRecord(record, show));
+      break;
+    }
+    case 'find': {
+      const record = await admin.find({
+        scope: required('scope'),
+        procedure: required('procedure'),
+        ...(values.key !== undefined ? { key: values.key } : {}),
+        ...(values['key-hash'] !== undefined ? { keyHash: values['key-hash'] } : {}),
+      });
+      if (!record) fail('no live record for that key');
+      print(viewRecord(record, show));
+      break;
+    }
+    case 'stuck': {
+      const { report, records } = await admin.stuck(
+        Number(values['grace-ms']),
+        Number(values.limit ?? 50),
+      );
+      print({ report, records: records.map((r) => viewRecord(r, show)) });
+      break;
+    }
+    case 'resolve': {
+      const state = required('state');
+      if (state !== 'COMPLETED' && state !== 'TERMINAL_FAILURE' && state !== 'RETRYABLE_FAILURE') {
+        fail('--state must be COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE');
+      }
+      const needsResponse = state !== 'RETRYABLE_FAILURE';
+      if (needsResponse && (values.status === undefined || values.body === undefined)) {
+        fail(
+          `--status and --body are required for ${state}: they are what retries will be answered`,
+        );
+      }
+      const ok = await admin.resolve(argument ?? fail('give the operation id'), {
+        state,
+        actor: required('actor'),
+        note: required('note'),
+        ...(needsResponse
+          ? { response: { status: Number(values.status), body: values.body! } }
+          : {}),
+      });
+      if (!ok) fail('the record changed since it was read (or is already settled); look again');
+      print({ resolved: argument, state });
+      break;
+    }
+    case 'audit':
+      print(await admin.audit(argument ?? fail('give the operation id')));
+      break;
+    case 'reap':
+      print({ deleted: await admin.reap(Number(values.limit ?? 500)) });
+      break;
+    case 'erase':
+      print({ erased: await admin.erase(required('scope')) });
+      break;
+    default:
+      fail(`unknown command ${command}`);
+  }
+} finally {
+  await client.end({ timeout: 2 });
+}

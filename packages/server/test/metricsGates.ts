@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { createReaper, SERVER_METRICS } from '../src/index.js';
+import type { TestEnv } from './fixtures/databases.js';
+import { post, serve } from './fixtures/httpHarness.js';
+import { createTestApp } from './fixtures/testApp.js';
+import { testMeter } from './fixtures/testMetrics.js';
+
+/** The metrics match what happened; once per database. */
+export function describeMetricsGates(name: string, makeEnv: () => Promise<TestEnv>): void {
+  describe(`metrics on ${name}`, () => {
+    it('50 concurrent identical requests count 1 execution and 49 replays or in-progress conflicts', async () => {
+      await using env = await makeEnv();
+      const metrics = testMeter();
+      const app = createTestApp(env.store as never, { workMs: 30, meter: metrics.meter });
+      await using server = await serve(app.router);
+      const account = `acct_${randomUUID().replaceAll('-', '')}`;
+      const responses = await Promise.all(
+        Array.from({ length: 50 }, () =>
+          post(server.url, 'orders.create', { sku: 'm', quantity: 1 }, { key: 'metric', account }),
+        ),
+      );
+      const conflicts = responses.filter((r) => r.status === 409).length;
+      expect(await metrics.sum(SERVER_METRICS.executions, { 'idem.outcome': 'completed' })).toBe(1);
+      expect(await metrics.sum(SERVER_METRICS.executions)).toBe(1);
+      expect(await metrics.sum(SERVER_METRICS.replays)).toBe(49 - conflicts);
+      expect(
+        await metrics.sum(SERVER_METRICS.rejections, {
+          'idem.reason': 'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+        }),
+      ).toBe(conflicts);
+      expect(await metrics.count(SERVER_METRICS.claimDuration)).toBe(50);
+      expect(await metrics.count(SERVER_METRICS.requestDuration)).toBe(50);
+
+      const reused = await post(
+        server.url,
+        'orders.create',
+        { sku: 'other', quantity: 1 },
+        { key: 'metric', account },
+      );
+      expect(reused.status).toBe(422);
+      expect(
+        await metrics.sum(SERVER_METRICS.rejections, { 'idem.reason': 'IDEMPOTENCY_KEY_REUSED' }),
+      ).toBe(1);
+    });
+
+    it('the reaper reports deleted rows and stuck records', async () => {
+      await using env = await makeEnv();
+      const metrics = testMeter();
+      const app = createTestApp(env.store as never);
+      await using server = await serve(app.router);
+      await post(
+        server.url,
+        'orders.create',
+        { sku: 'r', quantity: 1 },
+        { key: 'reap-me', account: 'acct_reap' },
+      );
+      const reaper = createReaper({
+        store: env.storeAt(100 * 3600_000) as never,
+        meter: metrics.meter,
+      });
+      expect((await reaper.runOnce()).deleted).toBe(1);
+      expect(await metrics.sum(SERVER_METRICS.reapedRows)).toBe(1);
+    });
+  });
+}

@@ -1,0 +1,272 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS, type RecoveryStore } from '@idem/contract';
+import { createReaper, hashIdempotencyKey } from '../src/index.js';
+import type { TestEnv } from './fixtures/databases.js';
+import { post, serve } from './fixtures/httpHarness.js';
+import {
+  createPaymentsApp,
+  processorCounts,
+  type PaymentsAppOptions,
+} from './fixtures/paymentsApp.js';
+import { Gate } from './fixtures/testApp.js';
+
+const LEASE = 10_000;
+const acct = 'acct_recovery';
+const pay = { amount: 700 };
+
+/** A payments app served over HTTP on `store`. Dispose to close. */
+async function paymentsServer(
+  env: TestEnv,
+  store: RecoveryStore<any>,
+  options: PaymentsAppOptions = {},
+) {
+  const app = createPaymentsApp(env.db, store, { leaseMs: LEASE, ...options });
+  const server = await serve(app.router);
+  return Object.assign(server, {
+    app,
+    call: (path: string, input: unknown, key: string) =>
+      post(server.url, path, input, { key, account: acct }),
+  });
+}
+
+/** Recovery gates with controlled database time (no sleeps); run once per database. */
+export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestEnv>): void {
+  describe(`recovery gates on ${name}`, () => {
+    it('takes over an expired lease; the stale worker wakes late, writes nothing, and its result is discarded', async () => {
+      await using env = await makeEnv();
+      const gate = new Gate();
+      await using stale = await paymentsServer(env, env.store as never, {
+        beforeCharge: () => gate.opened,
+      });
+      await using later = await paymentsServer(env, env.storeAt(LEASE + 1_000) as never);
+      const first = stale.call('pay', pay, 'k-lease');
+      await expect.poll(() => env.count(sql`select 1 from test_payments`)).toBe(1); // reserve committed
+      // Before the lease ends, a duplicate is told to wait.
+      expect((await stale.call('pay', pay, 'k-lease')).status).toBe(409);
+      const takeover = await later.call('pay', pay, 'k-lease');
+      expect(takeover.status).toBe(200);
+      gate.open();
+      const late = await first;
+      expect(late.status).toBe(409);
+      expect(late.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      const replay = await later.call('pay', pay, 'k-lease');
+      expect(replay.text).toBe(takeover.text);
+      expect(await processorCounts(env.count)).toEqual({
+        charges: 1,
+        chargeCalls: 1,
+        lookups: 0,
+        paid: 1,
+        payments: 1,
+      });
+      const [record] = await env.db
+        .execute(sql`select version, attempts from idem_records where scope = ${acct}`)
+        .then(rowsOf);
+      expect(record).toEqual({ version: 2, attempts: 2 });
+    });
+
+    it('an external call that timed out after the remote committed is looked up, never called twice', async () => {
+      await using env = await makeEnv();
+      await using server = await paymentsServer(env, env.store as never, {
+        fault: { at: 'charge-timeout-after-commit', how: 'throw' },
+      });
+      const first = await server.call('pay', pay, 'k-timeout');
+      expect(first.status).toBe(503);
+      expect(await stateOf(env)).toBe('OUTCOME_UNKNOWN');
+      const retry = await server.call('pay', pay, 'k-timeout');
+      expect(retry.status).toBe(200);
+      expect(await processorCounts(env.count)).toEqual({
+        charges: 1,
+        chargeCalls: 1,
+        lookups: 1,
+        paid: 1,
+        payments: 1,
+      });
+    });
+
+    it('a call confirmed "not received" by the lookup is made again, once', async () => {
+      await using env = await makeEnv();
+      await using server = await paymentsServer(env, env.store as never, {
+        fault: { at: 'charge-fails-before-send', how: 'throw' },
+      });
+      expect((await server.call('pay', pay, 'k-unsent')).status).toBe(503);
+      const retry = await server.call('pay', pay, 'k-unsent');
+      expect(retry.status).toBe(200);
+      expect(await processorCounts(env.count)).toEqual({
+        charges: 1,
+        chargeCalls: 2,
+        lookups: 1,
+        paid: 1,
+        payments: 1,
+      });
+    });
+
+    it('without a lookup an unknown outcome goes to manual reconciliation, is never retried by chance, and an operator resolves it', async () => {
+      await using env = await makeEnv();
+      await using server = await paymentsServer(env, env.store as never, {
+        withLookup: false,
+        fault: { at: 'charge-timeout-after-commit', how: 'throw' },
+      });
+      const first = await server.call('pay', pay, 'k-manual');
+      expect(first.status).toBe(409);
+      expect(first.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
+      const again = await server.call('pay', pay, 'k-manual');
+      expect(again.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
+      expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1, paid: 0 });
+
+      const store = env.store as unknown as RecoveryStore<unknown>;
+      const record = (await store.readRecovery({
+        scope: acct,
+        procedure: 'pay',
+        keyHash: hashIdempotencyKey('k-manual'),
+      }))!;
+      expect(record.state).toBe('NEEDS_RECONCILIATION');
+      const body = JSON.stringify({ paymentId: 0, chargeId: 'ch_manual', amount: 700 });
+      const window = {
+        replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,
+        retentionMs: DEFAULT_RETENTION_MS,
+      };
+      expect(
+        await store.resolve(
+          { id: record.id, version: record.version + 1 },
+          {
+            state: 'COMPLETED',
+            response: { status: 200, body, ...window },
+            actor: 'ops',
+            note: 'stale',
+          },
+        ),
+      ).toBe(false);
+      expect(
+        await store.resolve(
+          { id: record.id, version: record.version },
+          {
+            state: 'COMPLETED',
+            response: { status: 200, body, ...window },
+            actor: 'ops@example',
+            note: 'charge ch_manual confirmed with the processor',
+          },
+        ),
+      ).toBe(true);
+      const replay = await server.call('pay', pay, 'k-manual');
+      expect(replay.status).toBe(200);
+      expect(replay.json.result.data.chargeId).toBe('ch_manual');
+      const audit = await store.listAudit(record.id);
+      expect(audit).toHaveLength(1);
+      expect(audit[0]).toMatchObject({
+        actor: 'ops@example',
+        fromState: 'NEEDS_RECONCILIATION',
+        toState: 'COMPLETED',
+      });
+    });
+
+    it('a failure while saving the result rolls back the local writes and stores nothing', async () => {
+      await using env = await makeEnv();
+      const failing = failOnce(env.store as never, 'complete');
+      await using server = await paymentsServer(env, failing);
+      const first = await server.call('createResource', { name: 'r1' }, 'k-save');
+      expect(first.status).toBe(503);
+      expect(first.json.error.data.idem.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
+      expect(await env.count(sql`select 1 from test_tokens`)).toBe(0);
+      expect(await env.count(sql`select 1 from idem_records where scope = ${acct}`)).toBe(0);
+      const retry = await server.call('createResource', { name: 'r1' }, 'k-save');
+      expect(retry.status).toBe(200);
+      expect(await env.count(sql`select 1 from test_tokens`)).toBe(1);
+    });
+
+    it('an external success is never forgotten when saving the result fails: the retry resumes without calling again', async () => {
+      await using env = await makeEnv();
+      await using first = await paymentsServer(env, failOnce(env.store as never, 'complete'));
+      expect((await first.call('pay', pay, 'k-remember')).status).toBe(503);
+      expect(await stateOf(env)).toBe('IN_PROGRESS');
+      await using later = await paymentsServer(env, env.storeAt(LEASE + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-remember');
+      expect(retry.status).toBe(200);
+      expect(await processorCounts(env.count)).toEqual({
+        charges: 1,
+        chargeCalls: 1,
+        lookups: 0,
+        paid: 1,
+        payments: 1,
+      });
+    });
+
+    it('replays up to the end of the replay window; after it the key is a new request and the old row stays until cleanup', async () => {
+      await using env = await makeEnv();
+      await using now = await paymentsServer(env, env.store as never);
+      const first = await now.call('createResource', { name: 'w' }, 'k-window');
+      await using before = await paymentsServer(
+        env,
+        env.storeAt(DEFAULT_REPLAY_WINDOW_MS - 60_000) as never,
+      );
+      const replay = await before.call('createResource', { name: 'w' }, 'k-window');
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      await using after = await paymentsServer(
+        env,
+        env.storeAt(DEFAULT_REPLAY_WINDOW_MS + 60_000) as never,
+      );
+      const fresh = await after.call('createResource', { name: 'w' }, 'k-window');
+      expect(fresh.status).toBe(200);
+      expect(fresh.headers['idempotent-replayed']).toBeUndefined();
+      expect(fresh.json.result.data.id).not.toBe(first.json.result.data.id);
+      const rows = await env.db
+        .execute(
+          sql`select state, superseded_at is not null as superseded from idem_records where scope = ${acct} order by id`,
+        )
+        .then(rowsOf);
+      expect(rows).toEqual([
+        { state: 'COMPLETED', superseded: true },
+        { state: 'COMPLETED', superseded: false },
+      ]);
+    });
+
+    it('the reaper deletes completed records only past the cleanup threshold, never in-progress ones', async () => {
+      await using env = await makeEnv();
+      const gate = new Gate();
+      await using server = await paymentsServer(env, env.store as never, {
+        beforeCharge: () => gate.opened,
+      });
+      expect((await server.call('createResource', { name: 'c' }, 'k-clean')).status).toBe(200);
+      const running = server.call('pay', pay, 'k-running');
+      await expect.poll(() => env.count(sql`select 1 from test_payments`)).toBe(1);
+      const reap = (shift: number) =>
+        createReaper({ store: env.storeAt(shift) as never, stuckAfterMs: 60_000 }).runOnce();
+      expect((await reap(DEFAULT_RETENTION_MS - 60_000)).deleted).toBe(0);
+      const late = await reap(DEFAULT_RETENTION_MS + 60_000);
+      expect(late.deleted).toBe(1);
+      expect(late.stuck.abandoned).toBe(1); // the payment's lease ran out long ago by that clock
+      expect(await env.count(sql`select 1 from idem_records where scope = ${acct}`)).toBe(1);
+      gate.open();
+      expect((await running).status).toBe(200);
+    });
+  });
+}
+
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows;
+}
+
+async function stateOf(env: TestEnv): Promise<string> {
+  const [row] = await env.db
+    .execute(sql`select state from idem_records where scope = ${acct}`)
+    .then(rowsOf);
+  return row!.state as string;
+}
+
+/** The store, but `method` throws the first time it is called (a store failure at that step). */
+function failOnce<T extends object>(store: T, method: keyof T & string): T {
+  let failed = false;
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property === method && !failed) {
+        return async () => {
+          failed = true;
+          throw new Error(`injected store failure in ${method}`);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+}

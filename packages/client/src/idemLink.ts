@@ -1,3 +1,5 @@
+import type { Meter } from '@opentelemetry/api';
+import { createClientTelemetry } from './clientTelemetry.js';
 import {
   httpLink,
   type HTTPHeaders,
@@ -82,6 +84,12 @@ export interface IdemLinkOptions<TRouter extends AnyTRPCRouter> {
   onGiveUp?: (event: IdemGiveUpEvent) => void;
   /** Logs retries (`info`) and give-ups (`warn`). Defaults to none; `console` fits. */
   logger?: IdemLogger;
+  /**
+   * The OpenTelemetry meter for attempts, retries by reason, budget exhaustion and give-ups
+   * (`CLIENT_METRICS`). Defaults to the global provider's `@idem/client` meter: a no-op until you
+   * install an SDK.
+   */
+  meter?: Meter;
   /** Time source for deadlines and sleeps. Defaults to the system clock; inject one in tests. */
   clock?: RetryClock;
   /** Uniform random numbers in [0, 1) for jitter. Defaults to `Math.random`. */
@@ -119,7 +127,9 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
   const retryQueries = opts.retryQueries ?? IDEM_LINK_DEFAULTS.retryQueries;
   const clock = opts.clock ?? systemClock;
   const random = opts.random ?? Math.random;
+  const telemetry = createClientTelemetry(opts.meter);
   const onRetry = (event: IdemRetryEvent) => {
+    telemetry.retry(event);
     opts.logger?.info(
       `idem: ${event.path} attempt ${event.attempt} failed (${event.failure}); retrying in ${event.delayMs} ms`,
       event,
@@ -127,6 +137,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
     opts.onRetry?.(event);
   };
   const onGiveUp = (event: IdemGiveUpEvent) => {
+    telemetry.giveUp(event);
     if (event.because !== 'not-retryable' || event.attempt > 1) {
       opts.logger?.warn(
         `idem: ${event.path} failed after ${event.attempt} attempt(s) (${event.failure}); not retried: ${event.because}`,
@@ -182,6 +193,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
               ? { path: op.path, operation }
               : { path: op.path, operation, idempotencyKey },
           attempt: ({ attempt, requestId, signal: attemptSignal, remainingMs }) => {
+            telemetry.attempt(op.path);
             const attemptOp: Operation = { ...op, signal: attemptSignal };
             if (idempotencyKey === undefined) return firstEnvelope(next(attemptOp), attemptSignal);
             headersOf.set(

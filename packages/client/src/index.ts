@@ -61,3 +61,4 @@ export {
 } from './IdemClientError.js';
 export type { IdemClientErrorCode, IdemGiveUpCode } from './IdemClientError.js';
 export { idemErrorOf } from './idemErrorOf.js';
+export { CLIENT_METRICS } from './clientTelemetry.js';

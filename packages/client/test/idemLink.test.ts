@@ -7,6 +7,7 @@ import { IDEMPOTENCY_KEY_HEADER } from '@idem/contract';
 import { httpBatchLink, TRPCClientError } from '@trpc/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CLIENT_METRICS,
   findIdemClientError,
   idemFetch,
   isIdemClientError,
@@ -14,6 +15,7 @@ import {
   withIdempotencyKey,
 } from '../src/index.js';
 import { htmlPage, type FaultProxy } from './fixtures/FaultProxy.js';
+import { testMeter } from './fixtures/testMetrics.js';
 import { startShopServer, type ShopServer } from './fixtures/shopServer.js';
 import type { RecordedCall, ShopRouter } from './fixtures/shopRouter.js';
 
@@ -260,6 +262,21 @@ describe('idemLink retries', () => {
     expect(budget.tokens).toBe(0);
     expect(proxy.requests).toHaveLength(4); // 3 attempts, then 1: the second call could not pay
     expect(giveUps.map((e) => e.because)).toEqual(['attempts-exhausted', 'budget-exhausted']);
+  });
+
+  it('counts attempts, retries by reason, budget exhaustion and give-ups as metrics', async () => {
+    const metrics = testMeter();
+    const { trpc } = client({ budget: new RetryBudget({ capacity: 10 }), meter: metrics.meter });
+    proxy.plan = () => htmlPage(503, 'Service Unavailable');
+    await trpc.orders.create.mutate({ sku: 'a', quantity: 1 }).catch(() => undefined);
+    await trpc.orders.create.mutate({ sku: 'b', quantity: 1 }).catch(() => undefined);
+    expect(await metrics.sum(CLIENT_METRICS.attempts)).toBe(proxy.requests.length);
+    expect(await metrics.sum(CLIENT_METRICS.retries, { 'idem.failure': 'http-503' })).toBe(2);
+    expect(await metrics.sum(CLIENT_METRICS.budgetExhausted)).toBe(1);
+    expect(await metrics.sum(CLIENT_METRICS.giveUps, { 'idem.reason': 'attempts-exhausted' })).toBe(
+      1,
+    );
+    expect(await metrics.sum(CLIENT_METRICS.giveUps)).toBe(2);
   });
 });
 

@@ -15,7 +15,7 @@ export interface ExternalStep<T> {
    * Asks the remote system, by `operationId`, whether an earlier call was received. Without it, a
    * call whose outcome is unknown goes to manual reconciliation and is never retried by chance.
    */
-  lookup?(operationId: string): Promise<LookupResult<T>>;
+  lookup?(operationId: string): Promise<LookupResult<NoInfer<T>>>;
 }
 
 /**

@@ -65,6 +65,38 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       expect(record).toEqual({ version: 2, attempts: 2 });
     });
 
+    it('a heartbeat extends the lease: a retry after the original lease but inside the extended one is told to wait', async () => {
+      await using env = await makeEnv();
+      const gate = new Gate();
+      // The worker's heartbeat happens 8 s "later" by the database clock; the lease is 10 s.
+      const heartbeatLater = new Proxy(env.store as object, {
+        get: (target, property, receiver) =>
+          property === 'extendLease'
+            ? (env.storeAt(8_000) as unknown as RecoveryStore<unknown>).extendLease.bind(
+                env.storeAt(8_000),
+              )
+            : ((Reflect.get(target, property, receiver) as Function).bind?.(target) ??
+              Reflect.get(target, property, receiver)),
+      }) as RecoveryStore<any>;
+      await using worker = await paymentsServer(env, heartbeatLater, {
+        heartbeatAfterReserve: true,
+        beforeCharge: () => gate.opened,
+      });
+      await using at12s = await paymentsServer(env, env.storeAt(12_000) as never);
+      await using at19s = await paymentsServer(env, env.storeAt(19_000) as never);
+      const first = worker.call('pay', pay, 'k-heartbeat');
+      await expect.poll(() => env.count(sql`select 1 from test_payments`)).toBe(1);
+      await expect.poll(async () => (await leaseOf(env)) > 15_000).toBe(true); // extended to ~18 s
+      // 12 s: past the original lease (10 s), inside the extended one (18 s): still the worker's.
+      const early = await at12s.call('pay', pay, 'k-heartbeat');
+      expect(early.status).toBe(409);
+      // 19 s: past the extended lease: taken over.
+      expect((await at19s.call('pay', pay, 'k-heartbeat')).status).toBe(200);
+      gate.open();
+      expect((await first).status).toBe(409); // the worker was fenced out after the takeover
+      expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1, paid: 1 });
+    });
+
     it('an external call that timed out after the remote committed is looked up, never called twice', async () => {
       await using env = await makeEnv();
       await using server = await paymentsServer(env, env.store as never, {
@@ -244,6 +276,16 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
 function rowsOf(result: unknown): Record<string, unknown>[] {
   return Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows;
+}
+
+/** Milliseconds from the record's creation to its lease end. */
+async function leaseOf(env: TestEnv): Promise<number> {
+  const [row] = await env.db
+    .execute(
+      sql`select (extract(epoch from lease_expires_at - created_at) * 1000)::int as ms from idem_records where scope = ${acct}`,
+    )
+    .then(rowsOf);
+  return Number(row?.ms ?? 0);
 }
 
 async function stateOf(env: TestEnv): Promise<string> {

@@ -1,12 +1,14 @@
 import {
   DEFAULT_RETENTION_MS,
+  type AuditEntry,
   type ClaimInput,
   type ClaimResult,
   type Fence,
-  type IdempotencyRecord,
-  type IdempotencyStore,
-  type RecordState,
+  type RecoveryRecord,
+  type RecoveryStore,
+  type Resolution,
   type StoredResponse,
+  type StuckReport,
 } from '@idem/contract';
 import {
   and,
@@ -17,11 +19,15 @@ import {
   type TablesRelationalConfig,
 } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import { insertOrGetLive, selectLive, supersede, takeOver } from './claimStatements.js';
+import { assertLimit, assertMilliseconds, assertWindows, recordId } from './assertMilliseconds.js';
+import { claimKey } from './claimKey.js';
+import { selectLive } from './claimStatements.js';
 import { databaseClock, milliseconds } from './databaseClock.js';
-import { executeRows, type StatementRunner } from './executeRows.js';
-import { hasSqlState, LOCK_NOT_AVAILABLE } from './hasSqlState.js';
-import { toIdempotencyRecord, type RecordRow } from './recordProjection.js';
+import { executeRows } from './executeRows.js';
+import * as operator from './operatorStatements.js';
+import * as reaper from './reaperStatements.js';
+import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
+import * as recovery from './recoveryStatements.js';
 import { idemRecords } from './schema.js';
 
 /** Options of {@link DrizzleIdempotencyStore}. */
@@ -37,46 +43,25 @@ export interface DrizzleIdempotencyStoreOptions {
 }
 
 /**
- * How many times a claim goes back to its first statement after a takeover or supersede lost a
- * race (or a row vanished under it) before it answers with what it last read.
- */
-const MAX_CLAIM_ROUNDS = 4;
-
-/** A claim's first statement: the live row, and whether this statement inserted it. */
-type ClaimRow = RecordRow & { inserted: boolean };
-
-/** The largest `lock_timeout` PostgreSQL accepts, in milliseconds. */
-const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
-
-function assertMilliseconds(
-  name: string,
-  value: number,
-  min: number,
-  max = Number.MAX_SAFE_INTEGER,
-): void {
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new RangeError(
-      `${name} must be an integer number of milliseconds from ${min} to ${max}, got ${value}`,
-    );
-  }
-}
-
-/**
- * The idempotency key store on Drizzle's Postgres core: one implementation for every driver
- * (postgres.js, PGlite, node-postgres). `TTx` is the Drizzle transaction of `db`.
+ * The idempotency key store on Drizzle's Postgres core, with the recovery side of phased work,
+ * background workers and operators: one implementation for every driver (postgres.js, PGlite,
+ * node-postgres). `TTx` is the Drizzle transaction of `db`. Every record it hands out, `claim`'s
+ * included, is a `RecoveryRecord`.
  *
  * Every method that takes `tx` runs only on `tx` (never the outer database: PGlite, which runs
  * one transaction at a time, would hang). Every instant is the database's (see `databaseClock`).
  *
  * Statements per call: a fresh claim and a replay (or any answer from the stored row) cost one;
- * a takeover two; a claim after the replay window closed three. `read`, `complete`, `fail` and
- * `release` cost one each.
+ * a takeover two; a claim after the replay window closed three. Every other method costs one
+ * (`resolve` writes its audit row in the same statement). The races each statement decides are
+ * written beside it: `claimStatements.ts`, `recoveryStatements.ts`, `reaperStatements.ts`,
+ * `operatorStatements.ts`.
  */
 export class DrizzleIdempotencyStore<
   TQueryResult extends PgQueryResultHKT,
   TFullSchema extends Record<string, unknown> = Record<string, never>,
   TSchema extends TablesRelationalConfig = ExtractTablesWithRelations<TFullSchema>,
-> implements IdempotencyStore<PgTransaction<TQueryResult, TFullSchema, TSchema>> {
+> implements RecoveryStore<PgTransaction<TQueryResult, TFullSchema, TSchema>> {
   readonly #db: PgDatabase<TQueryResult, TFullSchema, TSchema>;
   readonly #clock: SQL;
 
@@ -95,73 +80,46 @@ export class DrizzleIdempotencyStore<
   }
 
   /**
-   * Claims a key (see `claimStatements.ts` for the races). With `lockTimeoutMs`, a claim that
-   * waits longer than that behind another transaction's uncommitted claim is `busy`; PostgreSQL
-   * has then aborted the surrounding transaction, which the caller must roll back.
+   * Claims a key (see `claimKey.ts`, and `claimStatements.ts` for the races). With
+   * `lockTimeoutMs`, a claim that waits longer than that behind another transaction's uncommitted
+   * claim is `busy`; PostgreSQL has then aborted the surrounding transaction, which the caller
+   * must roll back.
    */
   async claim(
     input: ClaimInput,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<ClaimResult> {
-    assertMilliseconds('leaseMs', input.leaseMs, 1);
-    if (input.lockTimeoutMs !== undefined) {
-      assertMilliseconds('lockTimeoutMs', input.lockTimeoutMs, 1, MAX_LOCK_TIMEOUT_MS);
-    }
-    const runner = this.#runner(tx);
-    const clock = this.#clock;
-    try {
-      for (let round = 1; round <= MAX_CLAIM_ROUNDS; round++) {
-        const row = await this.#insertOrGetLive(runner, input);
-        if (row === undefined) continue; // the row vanished under us (superseded or reaped)
-        if (row.inserted) {
-          return { kind: 'claimed', record: toIdempotencyRecord(row), takeover: false };
-        }
-        const lastRound = round === MAX_CLAIM_ROUNDS;
-        const sameRequest = row.fingerprint === input.fingerprint;
-        const released = row.state === 'RETRYABLE_FAILURE';
-        const leaseRanOut = row.state === 'IN_PROGRESS' && row.lease_expired;
-        const replayWindowClosed = isReplayable(row.state) && row.replay_expired;
-        if (!lastRound && sameRequest && (released || leaseRanOut)) {
-          const [taken] = await executeRows<RecordRow>(runner, takeOver(row, input, clock));
-          // No row, or a row of nulls (with a lock timeout): another claimer got there first.
-          if (taken?.id != null) {
-            return { kind: 'claimed', record: toIdempotencyRecord(taken), takeover: true };
-          }
-        } else if (!lastRound && replayWindowClosed) {
-          await executeRows(runner, supersede(row, input.lockTimeoutMs, clock));
-        } else {
-          return { kind: 'existing', record: toIdempotencyRecord(row) };
-        }
-      }
-    } catch (error) {
-      if (hasSqlState(error, LOCK_NOT_AVAILABLE)) return { kind: 'busy' };
-      throw error;
-    }
-    // Only when live rows kept vanishing between two statements: answer as if still contended.
-    return { kind: 'busy' };
-  }
-
-  /**
-   * Step 1 of a claim, plus a read on a fresh snapshot when it returned no record (it waited for
-   * a concurrent claim that committed). A plain SELECT rather than another round: it neither
-   * spends a round nor burns an identity value on a doomed INSERT.
-   */
-  async #insertOrGetLive(runner: StatementRunner, input: ClaimInput) {
-    const [row] = await executeRows<ClaimRow>(runner, insertOrGetLive(input, this.#clock));
-    if (row?.id != null) return row;
-    const [live] = await executeRows<RecordRow>(runner, selectLive(input, this.#clock));
-    return live === undefined ? undefined : { ...live, inserted: false };
+    return claimKey(this.#runner(tx), input, this.#clock);
   }
 
   async read(
     key: { scope: string; procedure: string; keyHash: string },
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
-  ): Promise<IdempotencyRecord | null> {
+  ): Promise<RecoveryRecord | null> {
     const [row] = await executeRows<RecordRow>(this.#runner(tx), selectLive(key, this.#clock));
-    return row === undefined ? null : toIdempotencyRecord(row);
+    return row === undefined ? null : toRecoveryRecord(row);
   }
 
-  complete(
+  /** The same as `read`: every record the store hands out carries its recovery fields. */
+  async readRecovery(
+    key: { scope: string; procedure: string; keyHash: string },
+    tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
+  ): Promise<RecoveryRecord | null> {
+    return this.read(key, tx);
+  }
+
+  /** A malformed operation id (not a uuid) finds no record, without asking the database. */
+  async findByOperationId(
+    operationId: string,
+    tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
+  ): Promise<RecoveryRecord | null> {
+    if (!operator.isOperationId(operationId)) return null;
+    const statement = operator.selectByOperationId(operationId, this.#clock);
+    const [row] = await executeRows<RecordRow>(this.#runner(tx), statement);
+    return row === undefined ? null : toRecoveryRecord(row);
+  }
+
+  async complete(
     fence: Fence,
     response: StoredResponse,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
@@ -169,7 +127,7 @@ export class DrizzleIdempotencyStore<
     return this.#finish('COMPLETED', fence, response, tx);
   }
 
-  fail(
+  async fail(
     fence: Fence,
     response: StoredResponse,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
@@ -211,8 +169,7 @@ export class DrizzleIdempotencyStore<
     response: StoredResponse,
     tx: PgTransaction<TQueryResult, TFullSchema, TSchema> | undefined,
   ): Promise<boolean> {
-    assertMilliseconds('replayWindowMs', response.replayWindowMs, 0);
-    assertMilliseconds('retentionMs', response.retentionMs, 0);
+    assertWindows(response);
     const clock = this.#clock;
     const rows = await this.#runner(tx)
       .update(idemRecords)
@@ -232,19 +189,116 @@ export class DrizzleIdempotencyStore<
     return rows.length > 0;
   }
 
+  async saveSteps(
+    fence: Fence,
+    update: recovery.StepsUpdate,
+    tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
+  ): Promise<boolean> {
+    assertMilliseconds('leaseMs', update.leaseMs, 1);
+    return this.#written(recovery.saveSteps(fence, update, this.#clock), tx);
+  }
+
+  async extendLease(fence: Fence, leaseMs: number): Promise<boolean> {
+    assertMilliseconds('leaseMs', leaseMs, 1);
+    return this.#written(recovery.extendLease(fence, leaseMs, this.#clock));
+  }
+
+  async markUnsettled(
+    fence: Fence,
+    state: 'OUTCOME_UNKNOWN' | 'NEEDS_RECONCILIATION',
+  ): Promise<boolean> {
+    if (!recovery.UNSETTLED.includes(state)) {
+      throw new TypeError(
+        `markUnsettled moves to ${recovery.UNSETTLED.join(' or ')}, got ${state}`,
+      );
+    }
+    return this.#written(recovery.markUnsettled(fence, state, this.#clock));
+  }
+
+  /** No procedures, no records (and no statement). */
+  async takeOverAbandoned(options: recovery.TakeOverOptions): Promise<RecoveryRecord[]> {
+    assertMilliseconds('leaseMs', options.leaseMs, 1);
+    assertLimit('limit', options.limit);
+    if (options.procedures.length === 0) return [];
+    const statement = recovery.takeOverAbandoned(options, this.#clock);
+    return (await executeRows<RecordRow>(this.#db, statement)).map(toRecoveryRecord);
+  }
+
+  async cancel(
+    fence: Fence,
+    response: StoredResponse,
+  ): Promise<'cancelled' | 'irreversible' | 'stale'> {
+    assertWindows(response);
+    const statement = operator.cancel(fence, response, this.#clock);
+    const [row] = await executeRows<{ outcome: 'cancelled' | 'irreversible' | 'stale' }>(
+      this.#db,
+      statement,
+    );
+    return row!.outcome;
+  }
+
+  async reap(options: { limit: number }): Promise<number> {
+    assertLimit('limit', options.limit);
+    return this.#count(reaper.reap(options.limit, this.#clock));
+  }
+
+  async stuckReport(options: { graceMs: number }): Promise<StuckReport> {
+    assertMilliseconds('graceMs', options.graceMs, 0);
+    const statement = reaper.stuckReport(options.graceMs, this.#clock);
+    const [row] = await executeRows<reaper.StuckReportRow>(this.#db, statement);
+    return {
+      abandoned: row!.abandoned,
+      pendingTooLong: row!.pending_too_long,
+      outcomeUnknown: row!.outcome_unknown,
+      needsReconciliation: row!.needs_reconciliation,
+    };
+  }
+
+  async listStuck(options: { graceMs: number; limit: number }): Promise<RecoveryRecord[]> {
+    assertMilliseconds('graceMs', options.graceMs, 0);
+    assertLimit('limit', options.limit);
+    const statement = reaper.listStuck(options.graceMs, options.limit, this.#clock);
+    return (await executeRows<RecordRow>(this.#db, statement)).map(toRecoveryRecord);
+  }
+
+  /** Throws a TypeError for a resolution the state machine does not admit (`assertResolution`). */
+  async resolve(fence: Fence, resolution: Resolution): Promise<boolean> {
+    operator.assertResolution(resolution);
+    return (await this.#count(operator.resolve(fence, resolution, this.#clock))) > 0;
+  }
+
+  async listAudit(recordId: string): Promise<AuditEntry[]> {
+    const rows = await executeRows<operator.AuditRow>(this.#db, operator.selectAudit(recordId));
+    return rows.map(operator.toAuditEntry);
+  }
+
+  async eraseScope(scope: string): Promise<number> {
+    return this.#count(operator.eraseScope(scope, this.#clock));
+  }
+
+  /** Runs a fenced write returning the id it wrote: whether the fence held. */
+  async #written(
+    statement: SQL,
+    tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
+  ): Promise<boolean> {
+    return (await executeRows(this.#runner(tx), statement)).length > 0;
+  }
+
+  /** Runs a statement returning one row `n`. */
+  async #count(statement: SQL): Promise<number> {
+    const [row] = await executeRows<{ n: number }>(this.#db, statement);
+    return row!.n;
+  }
+
   #runner(tx: PgTransaction<TQueryResult, TFullSchema, TSchema> | undefined) {
     return tx ?? this.#db;
   }
 }
 
-function isReplayable(state: RecordState): boolean {
-  return state === 'COMPLETED' || state === 'TERMINAL_FAILURE';
-}
-
 /** The fence of every owner's write: the same record, the same version, still in progress. */
 function stillOwned(fence: Fence): SQL | undefined {
   return and(
-    eq(idemRecords.id, BigInt(fence.id)),
+    eq(idemRecords.id, BigInt(recordId(fence.id))),
     eq(idemRecords.version, fence.version),
     eq(idemRecords.state, 'IN_PROGRESS'),
   );

@@ -14,6 +14,9 @@ import { idemRecords } from './schema.js';
  *   sameRequest        fingerprint = the claimer's fingerprint
  *   released           state = 'RETRYABLE_FAILURE'
  *   leaseRanOut        state = 'IN_PROGRESS' AND lease_expires_at <= clock
+ *   outcomeUnknown     state = 'OUTCOME_UNKNOWN': the new owner looks the external call up
+ *                      (by operation_id) before anything else. NEEDS_RECONCILIATION is never
+ *                      taken over by a claim: only an operator's `resolve` moves it on.
  *   replayWindowClosed state IN ('COMPLETED', 'TERMINAL_FAILURE') AND replay_expires_at <= clock
  *   unchangedSinceRead id = the row read AND version = the version read (the fence)
  *
@@ -27,9 +30,11 @@ import { idemRecords } from './schema.js';
  *                B reads again (a new statement, a new snapshot) and answers `existing`.
  *   A: ROLLBACK  B's INSERT goes ahead: B has claimed the key.
  *
- * Two racers A and B, the same expired or released row read at version v:
+ * Two racers A and B, the same expired, released or unknown-outcome row read at version v (the
+ * completer's `takeOverAbandoned` is a third racer on the same row lock, fenced the same way):
  *
- *   A: UPDATE ... WHERE unchangedSinceRead AND sameRequest AND (released OR leaseRanOut)
+ *   A: UPDATE ... WHERE unchangedSinceRead AND sameRequest
+ *                   AND (released OR leaseRanOut OR outcomeUnknown)
  *                                               1 row: A owns the record at version v + 1
  *   B: the same UPDATE                          waits on A's row lock if A has not committed,
  *                                               then re-checks against A's row: version is v + 1,
@@ -100,11 +105,12 @@ export function insertOrGetLive(input: ClaimInput, clock: SQL): SQL {
     (from) => sql`
       INSERT INTO ${idemRecords} AS r (
         scope, procedure, key_hash, fingerprint, fingerprint_version, state, version, attempts,
-        lease_owner, lease_expires_at, created_at, updated_at
+        lease_owner, lease_expires_at, created_at, updated_at, input_text
       )
       SELECT ${input.scope}::text, ${input.procedure}::text, ${input.keyHash}::text,
         ${input.fingerprint}::text, ${input.fingerprintVersion}::integer, 'IN_PROGRESS', 1, 1,
-        ${input.owner}::text, ${clock} + ${milliseconds(input.leaseMs)}, ${clock}, ${clock}
+        ${input.owner}::text, ${clock} + ${milliseconds(input.leaseMs)}, ${clock}, ${clock},
+        ${input.input ?? null}::text
       ${from}
       ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING
       RETURNING r.*`,
@@ -134,9 +140,11 @@ export interface ReadRow {
 }
 
 /**
- * Takes over a released key or an expired lease for the same request (second timeline above):
- * a new owner and lease, `version` and `attempts` bumped. Returns the record, or no record when
- * another claimer got there first.
+ * Takes over a released key, an expired lease or an unknown outcome for the same request (second
+ * timeline above): a new owner and lease, `version` and `attempts` bumped. The stored input,
+ * steps and `irreversible_at` stay: the new owner resumes from them. A cleanup time left by an
+ * earlier release is cleared (the record is in progress again). Returns the record, or no record
+ * when another claimer got there first.
  */
 export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
   return withLockTimeout(
@@ -148,6 +156,7 @@ export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
         attempts = r.attempts + 1,
         lease_owner = ${input.owner}::text,
         lease_expires_at = ${clock} + ${milliseconds(input.leaseMs)},
+        purge_after = NULL,
         updated_at = ${clock}
       ${from}
       WHERE r.id = ${row.id}::bigint
@@ -157,6 +166,7 @@ export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
         AND (
           r.state = 'RETRYABLE_FAILURE'
           OR (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= ${clock})
+          OR r.state = 'OUTCOME_UNKNOWN'
         )
       RETURNING r.*`,
     sql`SELECT ${recordProjection('w', clock)} FROM w`,

@@ -1,4 +1,4 @@
 export { DrizzleIdempotencyStore } from './DrizzleIdempotencyStore.js';
 export type { DrizzleIdempotencyStoreOptions } from './DrizzleIdempotencyStore.js';
 export { idemMigrationConfig } from './migrationConfig.js';
-export { idemRecords } from './schema.js';
+export { idemAudit, idemRecords } from './schema.js';

@@ -1,4 +1,4 @@
-import type { IdempotencyRecord, RecordState } from '@idem/contract';
+import type { RecordState, RecoveryRecord } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 
 /**
@@ -27,6 +27,11 @@ export interface RecordRow {
   completed_at: number | null;
   replay_expires_at: number | null;
   purge_after: number | null;
+  steps: string | null;
+  input_text: string | null;
+  irreversible_at: number | null;
+  erased_at: number | null;
+  superseded_at: number | null;
   lease_expired: boolean;
   lease_remaining_ms: number;
   /** The replay window has closed (`replay_expires_at <= clock`): the key is a new request. */
@@ -64,6 +69,11 @@ export function recordProjection(alias: string, clock: SQL): SQL {
     ${epochMs(c('completed_at'))} AS completed_at,
     ${epochMs(c('replay_expires_at'))} AS replay_expires_at,
     ${epochMs(c('purge_after'))} AS purge_after,
+    ${c('steps')} AS steps,
+    ${c('input_text')} AS input_text,
+    ${epochMs(c('irreversible_at'))} AS irreversible_at,
+    ${epochMs(c('erased_at'))} AS erased_at,
+    ${epochMs(c('superseded_at'))} AS superseded_at,
     coalesce(${c('lease_expires_at')} <= ${clock}, false) AS lease_expired,
     coalesce(
       greatest(ceil(extract(epoch from ${c('lease_expires_at')} - ${clock}) * 1000), 0),
@@ -78,8 +88,11 @@ function toDate(epochMilliseconds: number | null): Date | null {
   return epochMilliseconds === null ? null : new Date(Math.floor(epochMilliseconds));
 }
 
-/** The record the store hands out, from a row selected through {@link recordProjection}. */
-export function toIdempotencyRecord(row: RecordRow): IdempotencyRecord {
+/**
+ * The record the store hands out, from a row selected through {@link recordProjection}: every
+ * record carries its recovery fields, whichever method read it.
+ */
+export function toRecoveryRecord(row: RecordRow): RecoveryRecord {
   return {
     id: row.id,
     scope: row.scope,
@@ -101,6 +114,11 @@ export function toIdempotencyRecord(row: RecordRow): IdempotencyRecord {
     completedAt: toDate(row.completed_at),
     replayExpiresAt: toDate(row.replay_expires_at),
     purgeAfter: toDate(row.purge_after),
+    steps: row.steps,
+    inputText: row.input_text,
+    irreversibleAt: toDate(row.irreversible_at),
+    erasedAt: toDate(row.erased_at),
+    supersededAt: toDate(row.superseded_at),
     leaseExpired: row.lease_expired,
     leaseRemainingMs: row.lease_remaining_ms,
   };

@@ -39,6 +39,13 @@ export const REAPABLE = [
   'RETRYABLE_FAILURE',
 ] as const satisfies readonly RecordState[];
 
+/** States that wait for a worker or an operator: what the stuck report counts (with IN_PROGRESS). */
+export const ATTENTION = [
+  'PENDING',
+  'OUTCOME_UNKNOWN',
+  'NEEDS_RECONCILIATION',
+] as const satisfies readonly RecordState[];
+
 /** A list of string constants as SQL literals. The values are ours (contract enums), never input. */
 function literalList(values: readonly string[]) {
   return sql.raw(values.map((value) => `'${value.replaceAll("'", "''")}'`).join(', '));
@@ -81,6 +88,14 @@ export const idemRecords = pgTable(
     replayExpiresAt: timestamptz('replay_expires_at'),
     purgeAfter: timestamptz('purge_after'),
     supersededAt: timestamptz('superseded_at'),
+    /** The input the completer resumes with, as the server stored it (possibly encrypted). */
+    inputText: text('input_text'),
+    /** The committed steps, JSON written by the server. Text, not jsonb: stored as written. */
+    steps: text('steps'),
+    /** When the first irreversible step (an external call) was about to start. */
+    irreversibleAt: timestamptz('irreversible_at'),
+    /** When `eraseScope` cleared the response, input and steps. */
+    erasedAt: timestamptz('erased_at'),
   },
   (t) => [
     check('idem_records_state_check', sql`${t.state} IN (${literalList(RECORD_STATES)})`),
@@ -98,5 +113,42 @@ export const idemRecords = pgTable(
     index('idem_records_purge_idx')
       .on(t.purgeAfter)
       .where(sql`${t.state} IN (${literalList(REAPABLE)})`),
+    // Records that wait for someone: the completer's OUTCOME_UNKNOWN scan (oldest first), the
+    // stuck report and list. These rows are few, so the index stays small.
+    index('idem_records_attention_idx')
+      .on(t.state, t.updatedAt)
+      .where(sql`${t.state} IN (${literalList(ATTENTION)})`),
+    // eraseScope's scan of superseded rows. Live rows are found through the leading `scope` of
+    // `idem_records_live_key_unique`; a full `(scope)` index would cost every fresh claim.
+    index('idem_records_superseded_scope_idx')
+      .on(t.scope)
+      .where(sql`${t.supersededAt} IS NOT NULL`),
+  ],
+);
+
+/**
+ * Operator actions on records (`resolve`), one row each. `record_id` has no foreign key: the
+ * reaper deletes records and their audit rows stay. Every action is a transition of the state
+ * machine, so its states and version are NOT NULL (as `AuditEntry` declares them); an action
+ * without one would need them relaxed, a metadata-only ALTER.
+ */
+export const idemAudit = pgTable(
+  'idem_audit',
+  {
+    /** Handed out as a decimal string. */
+    id: bigint('id', { mode: 'bigint' }).primaryKey().generatedAlwaysAsIdentity(),
+    recordId: bigint('record_id', { mode: 'bigint' }).notNull(),
+    operationId: uuid('operation_id').notNull(),
+    actor: text('actor').notNull(),
+    action: text('action').notNull(),
+    fromState: text('from_state', { enum: RECORD_STATES }).notNull(),
+    toState: text('to_state', { enum: RECORD_STATES }).notNull(),
+    fromVersion: integer('from_version').notNull(),
+    note: text('note').notNull(),
+    at: timestamptz('at').notNull(),
+  },
+  (t) => [
+    index('idem_audit_record_id_idx').on(t.recordId),
+    index('idem_audit_operation_id_idx').on(t.operationId),
   ],
 );

@@ -5,7 +5,9 @@ import {
   type ClaimInput,
   type ClaimResult,
   type IdempotencyRecord,
-  type IdempotencyStore,
+  type RecordState,
+  type RecoveryRecord,
+  type RecoveryStore,
   type StoredResponse,
 } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
@@ -19,7 +21,7 @@ export interface ConformanceTarget<TTx> {
    */
   createStore(
     options?: DrizzleIdempotencyStoreOptions & { logQuery?: (query: string) => void },
-  ): IdempotencyStore<TTx>;
+  ): RecoveryStore<TTx>;
   /** Runs `query` on the database, or on `tx`, and returns its rows. */
   rows<T>(query: SQL, tx?: TTx): Promise<T[]>;
 }
@@ -57,16 +59,19 @@ export function storedResponse(overrides: Partial<StoredResponse> = {}): StoredR
   };
 }
 
-/** The record of a `claimed` result; fails the test on any other kind. */
-export function claimedRecord(result: ClaimResult): IdempotencyRecord & { takeover: boolean } {
+/**
+ * The record of a `claimed` result; fails the test on any other kind. Typed as the
+ * `RecoveryRecord` the store hands out (the tests check the recovery fields are there).
+ */
+export function claimedRecord(result: ClaimResult): RecoveryRecord & { takeover: boolean } {
   if (result.kind !== 'claimed') throw new Error(`expected claimed, got ${result.kind}`);
-  return { ...result.record, takeover: result.takeover };
+  return { ...(result.record as RecoveryRecord), takeover: result.takeover };
 }
 
 /** The record of an `existing` result; fails the test on any other kind. */
-export function existingRecord(result: ClaimResult): IdempotencyRecord {
+export function existingRecord(result: ClaimResult): RecoveryRecord {
   if (result.kind !== 'existing') throw new Error(`expected existing, got ${result.kind}`);
-  return result.record;
+  return result.record as RecoveryRecord;
 }
 
 /** A record without the fields computed at read time, to compare two reads of one row. */
@@ -102,5 +107,23 @@ export function conformanceHelpers<TTx>(target: () => ConformanceTarget<TTx>) {
       target().rows<KeyRow>(sql`
         SELECT id::text AS id, superseded_at IS NOT NULL AS superseded, attempts, state
         FROM idem_records WHERE key_hash = ${keyHash} ORDER BY id`),
+    /**
+     * Puts a record in a state no store method reaches from where the test is (PENDING, a
+     * superseded IN_PROGRESS row, a very old cleanup time), by a raw UPDATE.
+     */
+    force: (id: string, set: { state?: RecordState; superseded?: boolean; purgeAfter?: string }) =>
+      target().rows(sql`
+        UPDATE idem_records SET
+          state = coalesce(${set.state ?? null}::text, state),
+          superseded_at = CASE WHEN ${set.superseded ?? false}::boolean THEN now()
+            ELSE superseded_at END,
+          purge_after = coalesce(${set.purgeAfter ?? null}::timestamptz, purge_after)
+        WHERE id = ${id}::bigint`),
+    /** How many rows of `ids` are still in the table. */
+    surviving: async (ids: readonly string[]) => {
+      const [row] = await target().rows<{ n: number }>(sql`
+        SELECT count(*)::int AS n FROM idem_records WHERE id::text = ANY(${sql.param([...ids])}::text[])`);
+      return row!.n;
+    },
   };
 }

@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { SQL } from 'drizzle-orm';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
+import { migrate as drizzleMigrate } from 'drizzle-orm/pglite/migrator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeRows } from '../src/executeRows.js';
 import { createPgliteStore, migrate } from '../src/pglite/index.js';
@@ -50,6 +51,7 @@ migrationConformance('PGlite', async () => {
   const db = drizzle({ client });
   return {
     migrate: () => migrate(db),
+    migrateWith: (config) => drizzleMigrate(db, config),
     rows: (query) => executeRows(db, query),
     [Symbol.asyncDispose]: () => client.close(),
   };

@@ -1,6 +1,7 @@
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import { migrate as drizzleMigrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { executeRows } from '../src/executeRows.js';
@@ -12,9 +13,9 @@ import {
   existingRecord,
   Rollback,
   storedResponse,
-  type ConformanceTarget,
 } from './conformanceTarget.js';
 import { migrationConformance } from './migrationConformance.js';
+import { recoveryConcurrency, type ConcurrencyTarget } from './recoveryConcurrency.js';
 import { storeConformance } from './storeConformance.js';
 
 const available = await postgresAvailable();
@@ -32,7 +33,9 @@ describe.skipIf(!available)('postgres.js store', () => {
   let client: Sql;
   let db: PostgresJsDatabase;
   type Tx = Parameters<Parameters<typeof db.transaction>[0]>[0];
-  let target: ConformanceTarget<Tx>;
+  let target: ConcurrencyTarget<Tx>;
+  /** The connections of `separateStore`, closed after the suite. */
+  const separate: Sql[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase('idem_store');
@@ -46,15 +49,22 @@ describe.skipIf(!available)('postgres.js store', () => {
           options,
         ),
       rows: <T>(query: SQL, tx?: Tx) => executeRows<T>(tx ?? db, query),
+      separateStore: (options) => {
+        const own = postgres(database.url, { max: 1, ...quiet });
+        separate.push(own);
+        return createPostgresJsStore(drizzle({ client: own }), options);
+      },
     };
   });
 
   afterAll(async () => {
+    await Promise.all(separate.map((own) => own.end({ timeout: 2 })));
     await client?.end({ timeout: 2 });
     await database?.drop();
   });
 
   storeConformance(() => target);
+  recoveryConcurrency(() => target);
 
   describe('real concurrency', () => {
     it('50 concurrent claims of one key on 10 connections: exactly one claimed, 49 existing', async () => {
@@ -174,6 +184,7 @@ describe.skipIf(!available)('postgres.js migrations', () => {
     const db = drizzle({ client });
     return {
       migrate: () => migrate(db),
+      migrateWith: (config) => drizzleMigrate(db, config),
       rows: (query) => executeRows(db, query),
       [Symbol.asyncDispose]: async () => {
         await client.end({ timeout: 2 });

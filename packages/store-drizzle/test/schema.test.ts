@@ -1,10 +1,20 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REAPABLE_STATES, recordStateSchema } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { getTableConfig } from 'drizzle-orm/pg-core';
-import { idemMigrationConfig, idemRecords } from '../src/index.js';
+import { idemAudit, idemMigrationConfig, idemRecords } from '../src/index.js';
 import { REAPABLE, RECORD_STATES } from '../src/schema.js';
+
+/**
+ * The SHA-256 of every shipped migration. A migration that has shipped is never edited (the
+ * databases that ran it would never run the edit): change the schema, generate the next one.
+ */
+const SHIPPED = {
+  '0000_idem_records.sql': '5cc200b733b2f21a75962d0e5c6620cf117e09d6bc9a7cd73a660d49a7ecc44f',
+  '0001_recovery_audit.sql': '8c9ed2926cbcae7fb89cbea76e9aa6fec59f39562c257d28eb64e4ae2fad2142',
+};
 
 function shippedSql(): string {
   return readdirSync(idemMigrationConfig.migrationsFolder)
@@ -33,6 +43,22 @@ describe('schema', () => {
     expect(text).toContain(
       `WHERE "idem_records"."state" IN ('COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE')`,
     );
+    expect(text).toMatch(/ADD COLUMN "steps" text;/);
+    expect(text).toMatch(/"record_id" bigint NOT NULL,/);
+    expect(text).not.toMatch(/REFERENCES/);
+    expect(text).toContain(
+      `WHERE "idem_records"."state" IN ('PENDING', 'OUTCOME_UNKNOWN', 'NEEDS_RECONCILIATION')`,
+    );
+  });
+
+  it('never edits a shipped migration', () => {
+    const folder = idemMigrationConfig.migrationsFolder;
+    const files = readdirSync(folder).filter((file) => file.endsWith('.sql'));
+    expect(files.sort()).toEqual(Object.keys(SHIPPED).sort());
+    for (const [file, sha256] of Object.entries(SHIPPED)) {
+      const text = readFileSync(join(folder, file));
+      expect([file, createHash('sha256').update(text).digest('hex')]).toEqual([file, sha256]);
+    }
   });
 
   it('has no change drizzle-kit has not generated: columns, indexes and checks match the snapshot', () => {
@@ -46,13 +72,18 @@ describe('schema', () => {
     ) as {
       tables: Record<string, Record<'columns' | 'indexes' | 'checkConstraints', object>>;
     };
-    const generated = snapshot.tables['public.idem_records']!;
-    const table = getTableConfig(idemRecords);
     const names = (items: { name?: string | undefined }[]) => items.map((i) => i.name).sort();
-    expect(Object.keys(generated.columns).sort()).toEqual(names(table.columns));
-    expect(Object.keys(generated.indexes).sort()).toEqual(
-      names(table.indexes.map((i) => i.config)),
-    );
-    expect(Object.keys(generated.checkConstraints).sort()).toEqual(names(table.checks));
+    expect(Object.keys(snapshot.tables).sort()).toEqual([
+      'public.idem_audit',
+      'public.idem_records',
+    ]);
+    for (const table of [getTableConfig(idemRecords), getTableConfig(idemAudit)]) {
+      const generated = snapshot.tables[`public.${table.name}`]!;
+      expect(Object.keys(generated.columns).sort()).toEqual(names(table.columns));
+      expect(Object.keys(generated.indexes).sort()).toEqual(
+        names(table.indexes.map((i) => i.config)),
+      );
+      expect(Object.keys(generated.checkConstraints).sort()).toEqual(names(table.checks));
+    }
   });
 });

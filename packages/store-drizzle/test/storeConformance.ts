@@ -1,7 +1,11 @@
 import type { ConformanceTarget } from './conformanceTarget.js';
+import { cancelCases } from './conformance/cancelCases.js';
 import { claimCases } from './conformance/claimCases.js';
 import { clockCases } from './conformance/clockCases.js';
+import { operatorCases } from './conformance/operatorCases.js';
+import { recoveryCases } from './conformance/recoveryCases.js';
 import { transactionCases } from './conformance/transactionCases.js';
+import { workerCases } from './conformance/workerCases.js';
 
 /**
  * The behaviour every store must have, the same on every driver, declared inside the caller's
@@ -11,4 +15,8 @@ export function storeConformance<TTx>(target: () => ConformanceTarget<TTx>): voi
   claimCases(target);
   clockCases(target);
   transactionCases(target);
+  recoveryCases(target);
+  workerCases(target);
+  cancelCases(target);
+  operatorCases(target);
 }

@@ -1,0 +1,235 @@
+import {
+  DEFAULT_RETENTION_MS,
+  type AuditEntry,
+  type Fence,
+  type Resolution,
+  type StoredResponse,
+} from '@idem/contract';
+import { sql, type SQL } from 'drizzle-orm';
+import { assertWindows, recordId } from './assertMilliseconds.js';
+import { milliseconds } from './databaseClock.js';
+import { recordProjection } from './recordProjection.js';
+import { idemAudit, idemRecords } from './schema.js';
+
+/*
+ * The statements of operators and of cancellation. They act on a record an operator (or a
+ * client's cancel) read at some version, fenced by that version, from outside the lease: the
+ * record's owner may be running at the same time.
+ *
+ *   unchanged   id = the record read AND version = the version read
+ *   cancelable  state IN ('IN_PROGRESS', 'PENDING') AND irreversible_at IS NULL
+ *   resolvable  state IN ('PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN', 'NEEDS_RECONCILIATION',
+ *                         'RETRYABLE_FAILURE'): anything not yet settled for replay
+ *
+ * Each statement locks the row first (`target ... FOR UPDATE`), so what it reports about the row
+ * (its state before, whether an irreversible step began) is the row it then writes.
+ *
+ * Cancel C against the owner W, who is about to start an external call:
+ *
+ *   W: saveSteps(v, irreversible)  commits irreversible_at (the intent), then calls out
+ *   C: target: SELECT ... WHERE unchanged FOR UPDATE     waits for W's row lock if W has not
+ *                                  committed, then reads W's row: irreversible -> 'irreversible',
+ *                                  nothing written
+ *   or, C first:
+ *   C: UPDATE ... version v + 1, TERMINAL_FAILURE; COMMIT
+ *   W: saveSteps(v, irreversible)  re-checks against C's row: 0 rows. W stops before the call.
+ */
+
+const RESOLVABLE = sql.raw(
+  `'PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN', 'NEEDS_RECONCILIATION', 'RETRYABLE_FAILURE'`,
+);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether `operationId` can be one (a uuid): anything else finds no record. */
+export function isOperationId(operationId: string): boolean {
+  return UUID.test(operationId);
+}
+
+/** A record by operation id, live or superseded. */
+export function selectByOperationId(operationId: string, clock: SQL): SQL {
+  return sql`SELECT ${recordProjection('o', clock)}
+    FROM ${idemRecords} AS o
+    WHERE o.operation_id = ${operationId}::uuid`;
+}
+
+/** The columns a stored outcome sets, as `fail` and `complete` set them. */
+function storedOutcome(response: StoredResponse, clock: SQL): SQL {
+  return sql`response_status = ${response.status}::integer,
+    response_body = ${response.body}::text,
+    completed_at = ${clock},
+    replay_expires_at = ${clock} + ${milliseconds(response.replayWindowMs)},
+    purge_after = ${clock} + ${milliseconds(response.retentionMs)}`;
+}
+
+/**
+ * Cancels unchanged, cancelable work: stores `response` as a TERMINAL_FAILURE, bumps the version
+ * and drops the lease. Returns one row, `outcome`: 'cancelled', 'irreversible' (the row is
+ * unchanged but an irreversible step began; nothing written) or 'stale'.
+ */
+export function cancel(fence: Fence, response: StoredResponse, clock: SQL): SQL {
+  return sql`WITH target AS MATERIALIZED (
+      SELECT t.id, t.irreversible_at IS NOT NULL AS irreversible
+      FROM ${idemRecords} AS t
+      WHERE t.id = ${recordId(fence.id)}::bigint
+        AND t.version = ${fence.version}::integer
+        AND t.state IN ('IN_PROGRESS', 'PENDING')
+      FOR UPDATE OF t
+    ),
+    cancelled AS (
+      UPDATE ${idemRecords} AS r
+      SET state = 'TERMINAL_FAILURE',
+        version = r.version + 1,
+        lease_owner = NULL,
+        lease_expires_at = NULL,
+        ${storedOutcome(response, clock)},
+        updated_at = ${clock}
+      FROM target
+      WHERE r.id = target.id
+        AND NOT target.irreversible
+        AND r.version = ${fence.version}::integer
+        AND r.state IN ('IN_PROGRESS', 'PENDING')
+        AND r.irreversible_at IS NULL
+      RETURNING r.id
+    )
+    SELECT CASE
+      WHEN EXISTS (SELECT 1 FROM cancelled) THEN 'cancelled'
+      WHEN EXISTS (SELECT 1 FROM target WHERE target.irreversible) THEN 'irreversible'
+      ELSE 'stale'
+    END AS outcome`;
+}
+
+/**
+ * Throws a TypeError for a resolution the state machine does not admit: a state other than
+ * COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE; no response to COMPLETED or TERMINAL_FAILURE;
+ * a response to RETRYABLE_FAILURE (a released key stores none); no actor.
+ */
+export function assertResolution(resolution: Resolution): void {
+  const { state, response, actor } = resolution;
+  if (state !== 'COMPLETED' && state !== 'TERMINAL_FAILURE' && state !== 'RETRYABLE_FAILURE') {
+    throw new TypeError(
+      `a resolution sets COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE, got ${String(state)}`,
+    );
+  }
+  if (state === 'RETRYABLE_FAILURE' && response !== undefined) {
+    throw new TypeError('a RETRYABLE_FAILURE resolution releases the key and stores no response');
+  }
+  if (state !== 'RETRYABLE_FAILURE' && response === undefined) {
+    throw new TypeError(`a ${state} resolution needs the response to replay from now on`);
+  }
+  if (response !== undefined) assertWindows(response);
+  if (actor.trim() === '') throw new TypeError('a resolution names its actor, for the audit row');
+}
+
+/**
+ * Resolves an unchanged, resolvable record and writes its audit row, in one statement (so in one
+ * transaction): both happen, or neither. COMPLETED and TERMINAL_FAILURE store `response` as
+ * `complete` and `fail` do; RETRYABLE_FAILURE releases the key as `release` does (the next claim
+ * runs again; cleanup `DEFAULT_RETENTION_MS` later). Returns one row: `n`, 1 when resolved.
+ */
+export function resolve(fence: Fence, resolution: Resolution, clock: SQL): SQL {
+  const outcome =
+    resolution.response === undefined
+      ? sql`purge_after = ${clock} + ${milliseconds(DEFAULT_RETENTION_MS)}`
+      : storedOutcome(resolution.response, clock);
+  return sql`WITH target AS MATERIALIZED (
+      SELECT t.id, t.state, t.version
+      FROM ${idemRecords} AS t
+      WHERE t.id = ${recordId(fence.id)}::bigint
+        AND t.version = ${fence.version}::integer
+        AND t.state IN (${RESOLVABLE})
+      FOR UPDATE OF t
+    ),
+    resolved AS (
+      UPDATE ${idemRecords} AS r
+      SET state = ${resolution.state}::text,
+        version = r.version + 1,
+        lease_owner = NULL,
+        lease_expires_at = NULL,
+        ${outcome},
+        updated_at = ${clock}
+      FROM target
+      WHERE r.id = target.id
+        AND r.version = ${fence.version}::integer
+        AND r.state IN (${RESOLVABLE})
+      RETURNING r.id, r.operation_id, target.state AS from_state, target.version AS from_version
+    ),
+    audited AS (
+      INSERT INTO ${idemAudit} (
+        record_id, operation_id, actor, action, from_state, to_state, from_version, note, at
+      )
+      SELECT id, operation_id, ${resolution.actor}::text, 'resolve', from_state,
+        ${resolution.state}::text, from_version, ${resolution.note}::text, ${clock}
+      FROM resolved
+      RETURNING id
+    )
+    SELECT count(*)::integer AS n FROM audited`;
+}
+
+/** The audit rows of a record, oldest first. */
+export function selectAudit(id: string): SQL {
+  return sql`SELECT a.id::text AS id,
+      a.record_id::text AS record_id,
+      a.operation_id::text AS operation_id,
+      a.actor, a.action, a.from_state, a.to_state, a.from_version, a.note,
+      (extract(epoch from a.at) * 1000)::float8 AS at
+    FROM ${idemAudit} AS a
+    WHERE a.record_id = ${recordId(id)}::bigint
+    ORDER BY a.id`;
+}
+
+/** A row of {@link selectAudit}. */
+export interface AuditRow {
+  id: string;
+  record_id: string;
+  operation_id: string;
+  actor: string;
+  action: string;
+  from_state: string;
+  to_state: string;
+  from_version: number;
+  note: string;
+  at: number;
+}
+
+export function toAuditEntry(row: AuditRow): AuditEntry {
+  return {
+    id: row.id,
+    recordId: row.record_id,
+    operationId: row.operation_id,
+    actor: row.actor,
+    action: row.action,
+    fromState: row.from_state,
+    toState: row.to_state,
+    fromVersion: row.from_version,
+    note: row.note,
+    at: new Date(Math.floor(row.at)),
+  };
+}
+
+/**
+ * Clears what a scope's records hold about the user (response body, input, steps) on live and
+ * superseded rows, and stamps `erased_at`. Keeps the rest: the key hash, fingerprint, state and
+ * operation id still de-duplicate a late retry, and the response status still answers it.
+ *
+ * One UPDATE, unbounded: it locks every row of the scope until it commits (a retry of one of the
+ * scope's keys waits that long). A row already erased with nothing to clear is not counted again.
+ * Live rows are found through `idem_records_live_key_unique`, superseded ones through
+ * `idem_records_superseded_scope_idx`. Returns one row: `n`, how many rows it erased.
+ */
+export function eraseScope(scope: string, clock: SQL): SQL {
+  return sql`WITH erased AS (
+      UPDATE ${idemRecords} AS r
+      SET response_body = NULL, input_text = NULL, steps = NULL, erased_at = ${clock}
+      WHERE ((r.scope = ${scope}::text AND r.superseded_at IS NULL)
+          OR (r.scope = ${scope}::text AND r.superseded_at IS NOT NULL))
+        AND (
+          r.erased_at IS NULL
+          OR r.response_body IS NOT NULL
+          OR r.input_text IS NOT NULL
+          OR r.steps IS NOT NULL
+        )
+      RETURNING r.id
+    )
+    SELECT count(*)::integer AS n FROM erased`;
+}

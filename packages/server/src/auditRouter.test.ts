@@ -8,11 +8,10 @@ import { retryUnsafe } from './retryUnsafe.js';
 
 type Ctx = IdemContext & { account: string };
 const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
-// The audit reads procedure meta only; it never calls the store.
-const idem = createIdempotency({
-  store: {} as IdempotencyStore<unknown>,
-  scope: (ctx: Ctx) => ctx.account,
-});
+// The audit reads procedure meta only; it never calls the store (external mode only checks that
+// the store has recovery support).
+const store = { saveSteps: () => Promise.resolve(true) } as unknown as IdempotencyStore<unknown>;
+const idem = createIdempotency({ store, scope: (ctx: Ctx) => ctx.account });
 
 const router = t.router({
   orders: t.router({
@@ -44,6 +43,15 @@ describe('auditRouter', () => {
     expect(() =>
       assertRouterDecided(t.router({ a: t.procedure.concat(idem.procedure()).mutation(() => 1) })),
     ).not.toThrow();
+  });
+
+  it('refuses external mode on a store without recovery support', () => {
+    const plain = createIdempotency({
+      store: {} as IdempotencyStore<unknown>,
+      scope: (ctx: Ctx) => ctx.account,
+    });
+    expect(() => plain.procedure({ mode: 'external' })).toThrow(/recovery support/);
+    expect(() => plain.procedure()).not.toThrow();
   });
 
   it('refuses retryUnsafe without a reason and createIdempotency without a scope', () => {

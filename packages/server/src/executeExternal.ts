@@ -46,6 +46,16 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     record = claim.record as RecoveryRecord;
     takeover = claim.takeover;
   }
+  if (record.erasedAt && record.irreversibleAt && record.steps === null) {
+    // The user's data was erased while an external call may already have happened: its recorded
+    // intent is gone, so nothing can tell a re-run from a duplicate. Never re-run blind.
+    await store.markUnsettled({ id: record.id, version: record.version }, 'NEEDS_RECONCILIATION');
+    throw job.reject(
+      'IDEMPOTENCY_OUTCOME_UNKNOWN',
+      'this operation was erased after an external call began; an operator must reconcile it',
+      { operationId: record.operationId },
+    );
+  }
   if (job.options.respond === 'accepted' && !job.resume) {
     // Long-running work: answer 202 now; the work goes on under the lease. If this process dies,
     // the completer resumes it from its recovery point. Its outcome reaches the event hook.

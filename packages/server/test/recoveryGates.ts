@@ -116,6 +116,20 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       });
     });
 
+    it('a record erased after its external call began is never re-run blind: it goes to an operator', async () => {
+      await using env = await makeEnv();
+      await using server = await paymentsServer(env, env.store as never, {
+        fault: { at: 'charge-timeout-after-commit', how: 'throw' },
+      });
+      expect((await server.call('pay', pay, 'k-erased')).status).toBe(503);
+      expect(await (env.store as unknown as RecoveryStore<unknown>).eraseScope(acct)).toBe(1);
+      const retry = await server.call('pay', pay, 'k-erased');
+      expect(retry.status).toBe(409);
+      expect(retry.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
+      expect(await stateOf(env)).toBe('NEEDS_RECONCILIATION');
+      expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1, lookups: 0 });
+    });
+
     it('a call confirmed "not received" by the lookup is made again, once', async () => {
       await using env = await makeEnv();
       await using server = await paymentsServer(env, env.store as never, {

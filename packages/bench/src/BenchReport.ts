@@ -1,0 +1,48 @@
+import type { ClientResult } from './sections/measureClient.js';
+import type { OverheadLevel } from './sections/measureOverhead.js';
+import type { ReplayLevel } from './sections/measureReplay.js';
+import type { ScaleResult } from './sections/measureScale.js';
+import type { StatementsResult } from './sections/measureStatements.js';
+import type { StormResult } from './sections/measureStorm.js';
+
+/** The machine and database a run was measured on. */
+export interface BenchMeta {
+  profile: 'full' | 'smoke';
+  db: 'postgres' | 'pglite';
+  databaseVersion: string;
+  /** postgres.js connections per server process (PGlite: one in-process connection). */
+  poolMax: number;
+  startedAt: string;
+  durationS: number;
+  reps: number;
+  warmupMs: number;
+  durationMs: number;
+  machine: { cpus: number; model: string; memoryGiB: number; os: string; node: string };
+  /** 1-minute load average when the run started and when it ended: others' work on the machine. */
+  loadAverage: { start: number; end: number };
+}
+
+/** One target of issue 6, judged on this run's medians. */
+export interface TargetResult {
+  id: string;
+  target: string;
+  value: string;
+  /** null: not measured in this run (skipped, with the reason in `value`). */
+  met: boolean | null;
+}
+
+/** What `pnpm bench` writes as JSON. A section that failed holds `{ error }`. */
+export interface BenchReport {
+  meta: BenchMeta;
+  statements?: StatementsResult | { error: string };
+  overhead?: OverheadLevel[] | { error: string };
+  replay?: ReplayLevel[] | { error: string };
+  client?: ClientResult | { error: string };
+  storm?: StormResult | { error: string };
+  scale?: ScaleResult | { error: string };
+  targets: TargetResult[];
+}
+
+export function isError(value: unknown): value is { error: string } {
+  return typeof value === 'object' && value !== null && 'error' in value;
+}

@@ -1,0 +1,84 @@
+import { initTRPC, TRPCError } from '@trpc/server';
+import type { IdemMeta, IdempotencyStore } from '@idem/contract';
+import { createIdempotency, type IdemContext } from '@idem/server';
+import { sql } from 'drizzle-orm';
+import { integer, pgTable, serial, text, type PgDatabase } from 'drizzle-orm/pg-core';
+import { z } from 'zod';
+
+/** The business table both variants of the measured mutation write one row to. */
+export const benchOrders = pgTable('bench_orders', {
+  id: serial('id').primaryKey(),
+  scope: text('scope').notNull(),
+  sku: text('sku').notNull(),
+  quantity: integer('quantity').notNull(),
+});
+
+export const createBenchTables = sql`
+  create table if not exists bench_orders (
+    id serial primary key, scope text not null, sku text not null, quantity integer not null
+  )`;
+
+export type BenchContext = IdemContext & { account: string | null };
+
+/** The input every measured mutation takes. */
+export const orderInput = z.object({
+  sku: z.string().min(1).max(64),
+  quantity: z.number().int().min(1).max(1000),
+});
+export type OrderInput = z.infer<typeof orderInput>;
+
+/** Paths the server answers 503 to before tRPC sees them (the client's outage). */
+export const OUTAGE_PATH = 'outage.create';
+
+/**
+ * The measured router. `plain.create` and `idem.create` run the same handler body (one INSERT
+ * ... RETURNING, in a transaction) and return the same row; only idem's middleware differs.
+ * The baseline opens its own transaction, as the idempotent one's runs in idem's, so that the
+ * comparison prices idem's statements rather than a transaction.
+ */
+export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
+  db: TDb,
+  store: IdempotencyStore<any>,
+) {
+  const t = initTRPC.context<BenchContext>().meta<IdemMeta>().create();
+  const authed = t.procedure.use(({ ctx, next }) => {
+    if (!ctx.account) throw new TRPCError({ code: 'UNAUTHORIZED' });
+    return next({ ctx: { account: ctx.account } });
+  });
+  const idem = createIdempotency({ store, scope: (ctx: BenchContext) => ctx.account ?? '' });
+
+  const insertOrder = async (runner: TDb, scope: string, input: OrderInput) => {
+    const [row] = await runner
+      .insert(benchOrders)
+      .values({ scope, sku: input.sku, quantity: input.quantity })
+      .returning();
+    return row!;
+  };
+
+  return t.router({
+    plain: t.router({
+      create: authed
+        .input(orderInput)
+        .mutation(({ ctx, input }) =>
+          db.transaction((tx) => insertOrder(tx as unknown as TDb, ctx.account, input)),
+        ),
+    }),
+    idem: t.router({
+      create: authed
+        .input(orderInput)
+        .concat(idem.procedure())
+        .mutation(({ ctx, input }) => insertOrder(ctx.idem.tx as TDb, ctx.account, input)),
+    }),
+    /** No database at all: isolates the client link's own cost. */
+    echo: authed.input(orderInput).mutation(({ input }) => ({ id: 0, scope: 'echo', ...input })),
+    outage: t.router({
+      /** Never reached: the server answers 503 first. Idempotent, so the link retries it. */
+      create: authed
+        .input(orderInput)
+        .concat(idem.procedure())
+        .mutation(() => ({ id: 0, scope: 'outage', sku: '', quantity: 0 })),
+    }),
+  });
+}
+
+export type BenchRouter = ReturnType<typeof createBenchApp>;

@@ -1,0 +1,131 @@
+import { fileURLToPath } from 'node:url';
+
+export const SECTIONS = ['statements', 'overhead', 'replay', 'client', 'storm', 'scale'] as const;
+export type SectionName = (typeof SECTIONS)[number];
+
+/** How big each measurement is: the full run, or the smoke run CI uses so the bench never rots. */
+export interface BenchProfile {
+  name: 'full' | 'smoke';
+  /** Runs per measurement; medians and min/max are over these. */
+  reps: number;
+  warmupMs: number;
+  durationMs: number;
+  /**
+   * Traffic (not recorded) that the main server gets once before the first section, per
+   * variant: JIT, connection pool and database caches warm, so the first section is not the cold one.
+   */
+  serverWarmupMs: number;
+  /** Connections of the overhead comparison. */
+  levels: number[];
+  replayLevels: number[];
+  /** Sequential requests per kind in the statement count. */
+  statementRequests: number;
+  /** Connections of each server's postgres.js pool. */
+  poolMax: number;
+  storm: { requests: number; reps: number };
+  /**
+   * The key table at scale, per database: rows, and the share of them already expired (enough
+   * that the reaper, back to back, is still busy when a run's foreground traffic ends).
+   */
+  scale: {
+    rows: { postgres: number; pglite: number };
+    expiredShare: { postgres: number; pglite: number };
+    concurrency: number;
+  };
+  client: { levels: number[] };
+  budget: { calls: number; backoffBaseMs: number };
+}
+
+export const FULL: BenchProfile = {
+  name: 'full',
+  reps: 3,
+  warmupMs: 1_000,
+  durationMs: 3_000,
+  serverWarmupMs: 5_000,
+  levels: [1, 8, 32],
+  replayLevels: [1, 8],
+  statementRequests: 200,
+  poolMax: 10,
+  storm: { requests: 1_000, reps: 3 },
+  scale: {
+    rows: { postgres: 1_000_000, pglite: 200_000 },
+    expiredShare: { postgres: 0.3, pglite: 0.9 },
+    concurrency: 8,
+  },
+  client: { levels: [1, 32] },
+  budget: { calls: 1_000, backoffBaseMs: 500 },
+};
+
+export const SMOKE: BenchProfile = {
+  name: 'smoke',
+  reps: 2,
+  warmupMs: 100,
+  durationMs: 250,
+  serverWarmupMs: 200,
+  levels: [1, 8, 32],
+  replayLevels: [8],
+  statementRequests: 20,
+  poolMax: 10,
+  storm: { requests: 100, reps: 2 },
+  scale: {
+    rows: { postgres: 5_000, pglite: 5_000 },
+    expiredShare: { postgres: 0.3, pglite: 0.3 },
+    concurrency: 8,
+  },
+  client: { levels: [8] },
+  budget: { calls: 50, backoffBaseMs: 5 },
+};
+
+export interface BenchOptions {
+  db: 'postgres' | 'pglite';
+  /** The PostgreSQL server to create the bench database on (any database of it). */
+  serverUrl: string | null;
+  /** Where the JSON goes; `latest.json` beside it too when it is the default folder. */
+  out: string;
+  profile: BenchProfile;
+  sections: SectionName[];
+}
+
+const USAGE = `usage: pnpm bench [--smoke] [--db=pglite|postgres] [--only=${SECTIONS.join(',')}] [--out=file.json]
+
+  PostgreSQL when DATABASE_URL is set (a fresh database is created on that server and dropped
+  after), else PGlite in each server process. --db=postgres without DATABASE_URL uses
+  IDEM_TEST_ADMIN_URL or postgres://postgres@127.0.0.1:5432/postgres.`;
+
+export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const flags = new Map<string, string>();
+  for (const arg of argv) {
+    if (arg === '--') continue;
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!match) throw new Error(`unknown argument ${arg}\n${USAGE}`);
+    flags.set(match[1]!, match[2] ?? 'true');
+  }
+  for (const name of flags.keys()) {
+    if (!['smoke', 'db', 'only', 'out', 'help'].includes(name)) {
+      throw new Error(`unknown flag --${name}\n${USAGE}`);
+    }
+  }
+  if (flags.has('help')) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const db = (flags.get('db') ?? (env.DATABASE_URL ? 'postgres' : 'pglite')) as BenchOptions['db'];
+  if (db !== 'postgres' && db !== 'pglite')
+    throw new Error(`--db must be pglite or postgres\n${USAGE}`);
+  const serverUrl =
+    db === 'postgres'
+      ? (env.DATABASE_URL ??
+        env.IDEM_TEST_ADMIN_URL ??
+        'postgres://postgres@127.0.0.1:5432/postgres')
+      : null;
+  const only = flags.get('only')?.split(',') ?? [...SECTIONS];
+  for (const name of only) {
+    if (!SECTIONS.includes(name as SectionName))
+      throw new Error(`unknown section ${name}\n${USAGE}`);
+  }
+  const profile = flags.has('smoke') ? SMOKE : FULL;
+  const out =
+    flags.get('out') ??
+    fileURLToPath(new URL(`../../../bench-results/${db}-${profile.name}.json`, import.meta.url));
+  return { db, serverUrl, out, profile, sections: only as SectionName[] };
+}

@@ -1,0 +1,133 @@
+/**
+ * A bench server process: the bench router over node http on a free loopback port, with idem's
+ * store on PostgreSQL (`BENCH_DB=postgres`, `DATABASE_URL`, `POOL_MAX` connections) or on an
+ * in-memory PGlite of its own (`BENCH_DB=pglite`). `BENCH_SETUP=1` migrates and creates the
+ * business table first. `COUNT_WIRE=1` (PostgreSQL) also counts every statement postgres.js
+ * sends, BEGIN and COMMIT included, through its `debug` hook, which captures a stack trace per
+ * query: use it for counting runs only, never timed ones. `BENCH_CPU_PROFILE=<file>` writes a
+ * V8 CPU profile of the process (open it in Chrome DevTools) when it stops. Prints
+ * `listening <url>`.
+ */
+import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { Session } from 'node:inspector';
+import type { AddressInfo } from 'node:net';
+import { PGlite } from '@electric-sql/pglite';
+import type { RecoveryStore } from '@idem/contract';
+import { idemContext, idemResponseMeta } from '@idem/server';
+import { createPgliteStore, migrate as migratePglite } from '@idem/store-drizzle/pglite';
+import {
+  createPostgresJsStore,
+  migrate as migratePostgresJs,
+} from '@idem/store-drizzle/postgres-js';
+import { createHTTPHandler } from '@trpc/server/adapters/standalone';
+import { sql, type Logger } from 'drizzle-orm';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import { createBenchApp, createBenchTables, OUTAGE_PATH } from './benchApp.js';
+import { createBenchControl, newCounter } from './benchControl.js';
+
+const kind = process.env.BENCH_DB === 'postgres' ? 'postgres' : 'pglite';
+const poolMax = Number(process.env.POOL_MAX ?? 10);
+const counter = newCounter(kind === 'postgres' && process.env.COUNT_WIRE === '1');
+const logger: Logger = {
+  logQuery(query) {
+    counter.statements += 1;
+    const verb = /^\s*(\w+)/.exec(query)?.[1]?.toUpperCase() ?? '?';
+    counter.byVerb[verb] = (counter.byVerb[verb] ?? 0) + 1;
+  },
+};
+
+let close: () => Promise<void>;
+let db;
+let store;
+if (kind === 'postgres') {
+  const client = postgres(process.env.DATABASE_URL!, {
+    max: poolMax,
+    onnotice: () => {},
+    ...(counter.wire !== null ? { debug: () => void (counter.wire! += 1) } : {}),
+  });
+  const pg = drizzlePostgresJs(client, { logger });
+  if (process.env.BENCH_SETUP === '1') await migratePostgresJs(pg);
+  db = pg;
+  store = createPostgresJsStore(pg);
+  close = () => client.end({ timeout: 2 });
+} else {
+  const client = new PGlite();
+  const lite = drizzlePglite(client, { logger });
+  await migratePglite(lite);
+  db = lite;
+  store = createPgliteStore(lite);
+  close = () => client.close();
+}
+if (process.env.BENCH_SETUP === '1' || kind === 'pglite') await db.execute(createBenchTables);
+const versionRows = (await db.execute(sql`select version() as version`)) as unknown as
+  { version: string }[] | { rows: { version: string }[] };
+const databaseVersion = (Array.isArray(versionRows) ? versionRows : versionRows.rows)[0]!.version;
+counter.statements = 0;
+counter.byVerb = {};
+
+const trpc = createHTTPHandler({
+  router: createBenchApp(db, store),
+  createContext: ({ req }) => ({ ...idemContext(req), account: accountOf(req.headers) }),
+  responseMeta: idemResponseMeta,
+});
+const control = createBenchControl({
+  db,
+  store: store as unknown as RecoveryStore<unknown>,
+  counter,
+  info: { kind, databaseVersion, poolMax: kind === 'postgres' ? poolMax : 1, pid: process.pid },
+});
+const outageBody = JSON.stringify({
+  error: {
+    message: 'bench outage',
+    code: -32603,
+    data: { code: 'SERVICE_UNAVAILABLE', httpStatus: 503, path: OUTAGE_PATH },
+  },
+});
+
+const server = createServer((req, res) => {
+  if (req.url?.startsWith('/__bench/')) return void control(req, res);
+  if (req.url?.startsWith(`/${OUTAGE_PATH}`)) {
+    counter.outageHits += 1;
+    req.resume();
+    res.writeHead(503, { 'content-type': 'application/json' });
+    return void res.end(outageBody);
+  }
+  trpc(req, res);
+});
+// Idle keep-alive sockets of the load generator must survive the pauses between runs.
+server.keepAliveTimeout = 120_000;
+server.headersTimeout = 121_000;
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', 1024, resolve));
+const { port } = server.address() as AddressInfo;
+process.stdout.write(`listening http://127.0.0.1:${port}\n`);
+
+const profiler = process.env.BENCH_CPU_PROFILE
+  ? startProfiler(process.env.BENCH_CPU_PROFILE)
+  : null;
+
+process.on('SIGTERM', () => {
+  server.closeAllConnections();
+  server.close();
+  void Promise.all([close(), profiler?.()]).finally(() => process.exit(0));
+});
+
+function startProfiler(file: string): () => Promise<void> {
+  const session = new Session();
+  session.connect();
+  session.post('Profiler.enable', () => session.post('Profiler.start'));
+  return () =>
+    new Promise((resolve) =>
+      session.post('Profiler.stop', (error, result) => {
+        if (!error) writeFileSync(file, JSON.stringify(result.profile));
+        resolve();
+      }),
+    );
+}
+
+function accountOf(headers: IncomingHttpHeaders): string | null {
+  const match = /^Bearer (acct_[A-Za-z0-9_-]+)$/.exec(headers.authorization ?? '');
+  return match?.[1] ?? null;
+}

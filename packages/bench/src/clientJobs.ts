@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import { fullJitter, idemLink, RetryBudget, type IdempotentProcedures } from '@idem/client';
+import { createTRPCClient, httpLink } from '@trpc/client';
+import type { BenchRouter } from './benchApp.js';
+import { closedLoop } from './closedLoop.js';
+import type { BudgetJob, BudgetWave, ClientChainJob, ClosedLoopResult } from './jobs.js';
+
+const input = { sku: 'bench', quantity: 1 };
+
+/**
+ * The link's cost per call: the same calls through `[httpLink]` (a fresh `Idempotency-Key` from
+ * its `headers`, as an integrator without idem's client would send) and through
+ * `[idemLink, httpLink]` (idem makes the key and sends the call itself). `echo` has no database
+ * behind it, so the difference is the link alone; `idem` is the realistic case.
+ */
+export async function runClientChain(job: ClientChainJob): Promise<ClosedLoopResult> {
+  const url = job.url;
+  const auth = { authorization: `Bearer ${job.account}` };
+  // `echo` is not idempotent on the server; listing it makes idem send it as one (key included),
+  // which is the path whose cost is measured. The cast says so to the compiler.
+  const idempotent = {
+    'idem.create': true,
+    'outage.create': true,
+    echo: true,
+  } as never as IdempotentProcedures<BenchRouter>;
+  const trpc = createTRPCClient<BenchRouter>({
+    links:
+      job.chain === 'idemLink'
+        ? [
+            idemLink<BenchRouter>({ http: { url, headers: auth }, idempotent }),
+            httpLink({ url, headers: auth }),
+          ]
+        : [httpLink({ url, headers: () => ({ ...auth, 'Idempotency-Key': randomUUID() }) })],
+  });
+  const call =
+    job.target === 'echo' ? () => trpc.echo.mutate(input) : () => trpc.idem.create.mutate(input);
+  const result = await closedLoop({
+    concurrency: job.concurrency,
+    warmupMs: job.warmupMs,
+    durationMs: job.durationMs,
+    call: async () => {
+      await call();
+      return { status: '200', replayed: false };
+    },
+  });
+  return { ...result, keysUsed: result.issued };
+}
+
+/**
+ * Load amplification in an outage: `calls` concurrent logical calls through ONE client, every
+ * attempt answered 503. Attempts are counted by the server; retries and give-ups by the link.
+ */
+export async function runBudget(job: BudgetJob): Promise<BudgetWave[]> {
+  const stats = async () =>
+    (await (await fetch(`${job.url}/__bench/stats`)).json()) as { outageHits: number };
+  let retries = 0;
+  let giveUps: Record<string, number> = {};
+  const trpc = createTRPCClient<BenchRouter>({
+    links: [
+      idemLink<BenchRouter>({
+        http: { url: job.url, headers: { authorization: `Bearer ${job.account}` } },
+        idempotent: { 'idem.create': true, 'outage.create': true },
+        budget: job.budget === 'default' ? new RetryBudget() : new RetryBudget({ capacity: 1e9 }),
+        backoff: fullJitter({ baseMs: job.backoffBaseMs }),
+        onRetry: () => void (retries += 1),
+        onGiveUp: (event) => void (giveUps[event.because] = (giveUps[event.because] ?? 0) + 1),
+      }),
+      httpLink({ url: job.url }),
+    ],
+  });
+  const waves: BudgetWave[] = [];
+  for (let wave = 0; wave < job.waves; wave++) {
+    retries = 0;
+    giveUps = {};
+    const before = (await stats()).outageHits;
+    const started = performance.now();
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: job.calls }, () => trpc.outage.create.mutate(input)),
+    );
+    const ms = performance.now() - started;
+    if (outcomes.some((o) => o.status === 'fulfilled')) throw new Error('an outage call succeeded');
+    const attempts = (await stats()).outageHits - before;
+    waves.push({
+      calls: job.calls,
+      attempts,
+      attemptsPerCall: attempts / job.calls,
+      retries,
+      giveUps,
+      ms,
+    });
+  }
+  return waves;
+}

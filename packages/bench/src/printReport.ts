@@ -1,0 +1,278 @@
+import { isError, type BenchReport } from './BenchReport.js';
+import type { Spread } from './stats.js';
+
+/** `median [min-max]`, with `digits` decimals. */
+function s(value: Spread, digits = 2): string {
+  const f = (n: number) => n.toFixed(digits);
+  return value.runs.length > 1
+    ? `${f(value.median)} [${f(value.min)}-${f(value.max)}]`
+    : f(value.median);
+}
+
+function table(title: string, head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [`\n${title}`, line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join(
+    '\n',
+  );
+}
+
+/** The report as readable tables. */
+export function printReport(report: BenchReport): string {
+  const { meta } = report;
+  const out: string[] = [
+    `idem bench: ${meta.profile} profile on ${meta.db} (${meta.databaseVersion})`,
+    `${meta.machine.cpus} CPUs (${meta.machine.model}), ${meta.machine.memoryGiB} GiB, ${meta.machine.os}, node ${meta.machine.node}; ` +
+      `${meta.reps} runs per measurement of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
+    `Load average (1 min) ${meta.loadAverage.start.toFixed(2)} at the start, ${meta.loadAverage.end.toFixed(2)} at the end; run took ${meta.durationS} s`,
+    'Cells: median [min-max] over the runs. Latencies in ms.',
+  ];
+  if (meta.profile === 'smoke')
+    out.push('SMOKE RUN: every number below is noise; it only proves the bench runs.');
+  const failed = (name: string, value: unknown) =>
+    isError(value) && out.push(`\n${name}: FAILED: ${value.error}`);
+
+  const { statements, overhead, replay, client, storm, scale } = report;
+  failed('statements', statements);
+  if (statements && !isError(statements)) {
+    const verbs = (v: Record<string, number>) =>
+      Object.entries(v)
+        .map(([k, n]) => `${k} ${n.toFixed(2)}`)
+        .join(', ');
+    const wire = (n: number | null) => (n === null ? 'n/a' : n.toFixed(2));
+    out.push(
+      table(
+        `SQL statements per request (counted over ${statements.requests} sequential requests each)`,
+        ['request', 'statements', 'with BEGIN/COMMIT', 'by first keyword'],
+        [
+          [
+            'plain.create (baseline)',
+            statements.plain.perRequest.toFixed(2),
+            wire(statements.plain.wirePerRequest),
+            verbs(statements.plain.byVerb),
+          ],
+          [
+            'idem.create, fresh key',
+            statements.fresh.perRequest.toFixed(2),
+            wire(statements.fresh.wirePerRequest),
+            verbs(statements.fresh.byVerb),
+          ],
+          [
+            'idem.create, replay',
+            statements.replay.perRequest.toFixed(2),
+            wire(statements.replay.wirePerRequest),
+            verbs(statements.replay.byVerb),
+          ],
+          [
+            'extra per fresh request',
+            statements.extraPerFresh.toFixed(2),
+            wire(statements.extraPerFreshWire),
+            '',
+          ],
+        ],
+      ),
+    );
+  }
+  failed('overhead', overhead);
+  if (overhead && !isError(overhead)) {
+    out.push(
+      table(
+        'Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction',
+        [
+          'conns',
+          'plain req/s',
+          'idem req/s',
+          'ratio',
+          'plain p50',
+          'idem p50',
+          'plain p99',
+          'idem p99',
+        ],
+        overhead.map((l) => [
+          String(l.concurrency),
+          s(l.plain.throughput, 0),
+          s(l.idem.throughput, 0),
+          s(l.throughputRatio),
+          s(l.plain.p50),
+          s(l.idem.p50),
+          s(l.plain.p99),
+          s(l.idem.p99),
+        ]),
+      ),
+    );
+  }
+  failed('replay', replay);
+  if (replay && !isError(replay)) {
+    out.push(
+      table(
+        'Replay: the same keys again vs their fresh first requests',
+        [
+          'conns',
+          'fresh p50',
+          'replay p50',
+          'p50 ratio',
+          'fresh p99',
+          'replay p99',
+          'replay req/s',
+          'replayed',
+        ],
+        replay.map((l) => [
+          String(l.concurrency),
+          s(l.fresh.p50),
+          s(l.replay.p50),
+          s(l.p50Ratio),
+          s(l.fresh.p99),
+          s(l.replay.p99),
+          s(l.replay.throughput, 0),
+          `${(l.replayedShare * 100).toFixed(1)}%`,
+        ]),
+      ),
+    );
+  }
+  failed('client', client);
+  if (client && !isError(client)) {
+    out.push(
+      table(
+        'Client: [idemLink, httpLink] vs [httpLink] (fresh key per call either way), nothing failing',
+        [
+          'target',
+          'calls',
+          'httpLink/s',
+          'idemLink/s',
+          'ratio',
+          'httpLink p50',
+          'idemLink p50',
+          'added p50',
+        ],
+        client.chains.map((c) => [
+          c.target === 'idem' ? 'idem.create' : 'echo (no db)',
+          String(c.concurrency),
+          s(c.httpLink.throughput, 0),
+          s(c.idemLink.throughput, 0),
+          s(c.throughputRatio, 3),
+          s(c.httpLink.p50, 3),
+          s(c.idemLink.p50, 3),
+          s(c.addedP50Ms, 3),
+        ]),
+      ),
+    );
+    const b = client.budget;
+    out.push(
+      table(
+        `Retry budget: ${b.calls} concurrent logical calls through ONE client, server answers 503 to all (max ${b.maxAttempts} attempts, backoff base ${b.backoffBaseMs} ms)`,
+        ['budget', 'attempts per logical call'],
+        [
+          ['default, first wave (full bucket)', s(b.firstWave)],
+          ['default, next wave (bucket spent)', s(b.nextWave)],
+          ['unlimited (per-call limit only)', s(b.unlimited)],
+          [
+            'give-ups',
+            Object.entries(b.giveUps)
+              .map(([k, n]) => `${k} ${n}`)
+              .join(', '),
+          ],
+        ],
+      ),
+    );
+  }
+  failed('storm', storm);
+  if (storm && !isError(storm)) {
+    if ('skipped' in storm) out.push(`\nSame-key storm: skipped: ${storm.skipped}`);
+    else
+      out.push(
+        table(
+          `Same-key storm: ${storm.requests} concurrent requests, one key, ${storm.servers} server processes (pools ${storm.configuredConnections} connections in all)`,
+          [
+            'run',
+            'total ms',
+            'executions',
+            'statuses',
+            'replayed',
+            'bodies',
+            'peak conns (active)',
+            'conns before',
+          ],
+          storm.runs.map((r, i) => [
+            String(i + 1),
+            r.totalMs.toFixed(0),
+            String(r.executions),
+            JSON.stringify(r.statuses),
+            String(r.replayed),
+            String(r.distinctBodies),
+            `${r.peak.total} (${r.peak.active})`,
+            String(r.before),
+          ]),
+        ),
+      );
+  }
+  failed('scale', scale);
+  if (scale && !isError(scale)) {
+    const rows: string[][] = [
+      [
+        'fresh claims, empty table',
+        s(scale.empty.throughput, 0),
+        s(scale.empty.p50),
+        s(scale.empty.p99),
+      ],
+      [
+        `fresh claims, ${scale.rows} rows`,
+        s(scale.full.throughput, 0),
+        s(scale.full.p50),
+        s(scale.full.p99),
+      ],
+    ];
+    out.push(
+      table(
+        `Scale: ${scale.rows} rows (${scale.expired} expired) loaded with generate_series in ${(scale.seedMs.insert / 1000).toFixed(1)} s; ${scale.concurrency} connections`,
+        ['measurement', 'req/s', 'p50', 'p99'],
+        rows,
+      ),
+      `throughput ratio full/empty, run by run: ${s(scale.throughputRatio, 3)}`,
+    );
+    if ('skipped' in scale.reaper) out.push(`reaper: skipped: ${scale.reaper.skipped}`);
+    else
+      out.push(
+        table(
+          'Reaper (createReaper, batches of 500, back to back) while the same foreground runs',
+          [
+            'run',
+            'deleted',
+            'rows/s',
+            'window ms',
+            'fg requests',
+            'fg p50',
+            'fg p99',
+            'p99 without',
+            'ratio',
+          ],
+          scale.reaper.runs.map((r, i) => [
+            String(i + 1),
+            String(r.deleted),
+            r.rowsPerSecond.toFixed(0),
+            String(r.windowMs) + (r.drained ? ' (drained)' : ''),
+            String(r.foregroundRequests),
+            r.p50.toFixed(2),
+            r.p99.toFixed(2),
+            r.p99Without.toFixed(2),
+            (r.p99 / r.p99Without).toFixed(2),
+          ]),
+        ),
+      );
+  }
+  out.push(
+    table(
+      'Targets (issue 6), judged on medians',
+      ['target', 'measured', 'verdict'],
+      report.targets.map((t) => [
+        t.target,
+        t.value,
+        t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED',
+      ]),
+    ),
+  );
+  return out.join('\n');
+}

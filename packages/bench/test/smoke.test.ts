@@ -1,0 +1,144 @@
+/**
+ * The bench's smoke mode, on PGlite and on PostgreSQL, so that the bench never rots. It asserts
+ * that every section ran and that its numbers are sane (positive, finite, consistent), never the
+ * targets: smoke numbers are noise. Correctness the storm proves (one execution, no 5xx, no more
+ * connections than the pools) is asserted, since it holds at any size.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { adminUrl, postgresAvailable } from '@idem/testing';
+import { describe, expect, it } from 'vitest';
+import type { BenchReport } from '../src/BenchReport.js';
+import type { ClientResult } from '../src/sections/measureClient.js';
+import type { OverheadLevel } from '../src/sections/measureOverhead.js';
+import type { ReplayLevel } from '../src/sections/measureReplay.js';
+import type { ScaleResult } from '../src/sections/measureScale.js';
+import type { StatementsResult } from '../src/sections/measureStatements.js';
+import type { StormResult } from '../src/sections/measureStorm.js';
+import type { RunsSummary } from '../src/sections/SectionContext.js';
+import type { Spread } from '../src/stats.js';
+
+const available = await postgresAvailable();
+const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+
+async function smoke(db: 'pglite' | 'postgres'): Promise<BenchReport> {
+  const dir = await mkdtemp(join(tmpdir(), 'idem-bench-'));
+  const out = join(dir, `${db}.json`);
+  try {
+    const env = { ...process.env, DATABASE_URL: db === 'postgres' ? adminUrl() : '' };
+    await promisify(execFile)(
+      process.execPath,
+      [
+        '--conditions=@idem/source',
+        '--import',
+        'tsx',
+        cli,
+        '--smoke',
+        `--db=${db}`,
+        `--out=${out}`,
+      ],
+      { env, timeout: 80_000, maxBuffer: 16 * 2 ** 20 },
+    ).catch((error: Error & { stderr?: string; stdout?: string }) => {
+      // The bench reports a failed section on stderr and in the JSON; show both.
+      throw new Error(`${error.message}\n${error.stderr ?? ''}\n${error.stdout ?? ''}`);
+    });
+    return JSON.parse(await readFile(out, 'utf8')) as BenchReport;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const positive = (n: number) => expect(Number.isFinite(n) && n > 0, String(n)).toBe(true);
+const sane = (s: Spread) => {
+  positive(s.median);
+  expect(s.min).toBeLessThanOrEqual(s.median);
+  expect(s.max).toBeGreaterThanOrEqual(s.median);
+  expect(s.runs.length).toBeGreaterThanOrEqual(2);
+};
+const runs = (r: RunsSummary) => {
+  sane(r.throughput);
+  sane(r.p50);
+  sane(r.p99);
+  expect(r.p99.median).toBeGreaterThanOrEqual(r.p50.median);
+  expect(r.failures).toEqual({});
+};
+
+function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
+  expect(report.meta).toMatchObject({ profile: 'smoke', db });
+  positive(report.meta.machine.cpus);
+
+  const statements = report.statements as StatementsResult;
+  for (const kind of [statements.plain, statements.fresh, statements.replay]) {
+    positive(kind.perRequest);
+    expect(Number.isInteger(kind.perRequest), 'whole statements per request').toBe(true);
+    if (db === 'postgres') expect(kind.wirePerRequest).toBe(kind.perRequest + 2); // BEGIN, COMMIT
+  }
+  expect(statements.fresh.perRequest).toBeGreaterThan(statements.plain.perRequest);
+
+  const overhead = report.overhead as OverheadLevel[];
+  expect(overhead.map((l) => l.concurrency)).toEqual([1, 8, 32]);
+  for (const level of overhead) {
+    runs(level.plain);
+    runs(level.idem);
+    sane(level.throughputRatio);
+  }
+
+  const replay = report.replay as ReplayLevel[];
+  expect(replay.length).toBeGreaterThan(0);
+  for (const level of replay) {
+    runs(level.fresh);
+    runs(level.replay);
+    expect(level.replayedShare).toBe(1);
+  }
+
+  const client = report.client as ClientResult;
+  expect(client.chains.map((c) => c.target).sort()).toEqual(['echo', 'idem']);
+  for (const chain of client.chains) {
+    runs(chain.httpLink);
+    runs(chain.idemLink);
+    sane(chain.throughputRatio);
+  }
+  for (const perCall of [
+    client.budget.firstWave,
+    client.budget.nextWave,
+    client.budget.unlimited,
+  ]) {
+    expect(perCall.min).toBeGreaterThanOrEqual(1);
+    expect(perCall.max).toBeLessThanOrEqual(client.budget.maxAttempts);
+  }
+
+  const storm = report.storm as StormResult;
+  if (db === 'pglite') expect(storm).toHaveProperty('skipped');
+  else {
+    if ('skipped' in storm) throw new Error(`storm skipped on PostgreSQL: ${storm.skipped}`);
+    expect(storm.executions.every((n) => n === 1)).toBe(true);
+    expect(storm.fiveHundreds).toBe(0);
+    expect(storm.peakConnections).toBeGreaterThan(0);
+    expect(storm.peakConnections).toBeLessThanOrEqual(storm.configuredConnections);
+    sane(storm.totalMs);
+  }
+
+  const scale = report.scale as ScaleResult;
+  runs(scale.empty);
+  runs(scale.full);
+  sane(scale.throughputRatio);
+  if ('skipped' in scale.reaper) throw new Error(`reaper skipped: ${scale.reaper.skipped}`);
+  for (const run of scale.reaper.runs) positive(run.deleted);
+  sane(scale.reaper.rowsPerSecond);
+
+  expect(report.targets.length).toBeGreaterThan(5);
+  for (const target of report.targets) expect([true, false, null]).toContain(target.met);
+}
+
+describe.concurrent('pnpm bench --smoke', () => {
+  it('runs every section on PGlite', async () => {
+    checkReport(await smoke('pglite'), 'pglite');
+  });
+  it.skipIf(!available)('runs every section on PostgreSQL', async () => {
+    checkReport(await smoke('postgres'), 'postgres');
+  });
+});

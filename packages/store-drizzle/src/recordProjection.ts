@@ -3,8 +3,8 @@ import { sql, type SQL } from 'drizzle-orm';
 
 /**
  * A record row as the store's raw statements return it. Every value is normalised in SQL so that
- * both drivers hand back the same JavaScript types whatever their parsers: ids as text, instants
- * as epoch milliseconds (float8), flags computed by the database clock.
+ * both drivers hand back the same JavaScript types: ids as text, instants as the driver's `Date`,
+ * flags computed by the database clock.
  */
 export interface RecordRow {
   id: string;
@@ -16,30 +16,26 @@ export interface RecordRow {
   state: RecordState;
   version: number;
   lease_owner: string | null;
-  lease_expires_at: number | null;
+  lease_expires_at: Instant | null;
   attempts: number;
   recovery_point: string | null;
   operation_id: string;
   response_status: number | null;
   response_body: string | null;
-  created_at: number;
-  updated_at: number;
-  completed_at: number | null;
-  replay_expires_at: number | null;
-  purge_after: number | null;
+  created_at: Instant;
+  updated_at: Instant;
+  completed_at: Instant | null;
+  replay_expires_at: Instant | null;
+  purge_after: Instant | null;
   steps: string | null;
   input_text: string | null;
-  irreversible_at: number | null;
-  erased_at: number | null;
-  superseded_at: number | null;
+  irreversible_at: Instant | null;
+  erased_at: Instant | null;
+  superseded_at: Instant | null;
   lease_expired: boolean;
   lease_remaining_ms: number;
   /** The replay window has closed (`replay_expires_at <= clock`): the key is a new request. */
   replay_expired: boolean;
-}
-
-function epochMs(column: SQL): SQL {
-  return sql`(extract(epoch from ${column}) * 1000)::float8`;
 }
 
 /**
@@ -58,22 +54,22 @@ export function recordProjection(alias: string, clock: SQL): SQL {
     ${c('state')} AS state,
     ${c('version')} AS version,
     ${c('lease_owner')} AS lease_owner,
-    ${epochMs(c('lease_expires_at'))} AS lease_expires_at,
+    ${c('lease_expires_at')} AS lease_expires_at,
     ${c('attempts')} AS attempts,
     ${c('recovery_point')} AS recovery_point,
     ${c('operation_id')}::text AS operation_id,
     ${c('response_status')} AS response_status,
     ${c('response_body')} AS response_body,
-    ${epochMs(c('created_at'))} AS created_at,
-    ${epochMs(c('updated_at'))} AS updated_at,
-    ${epochMs(c('completed_at'))} AS completed_at,
-    ${epochMs(c('replay_expires_at'))} AS replay_expires_at,
-    ${epochMs(c('purge_after'))} AS purge_after,
+    ${c('created_at')} AS created_at,
+    ${c('updated_at')} AS updated_at,
+    ${c('completed_at')} AS completed_at,
+    ${c('replay_expires_at')} AS replay_expires_at,
+    ${c('purge_after')} AS purge_after,
     ${c('steps')} AS steps,
     ${c('input_text')} AS input_text,
-    ${epochMs(c('irreversible_at'))} AS irreversible_at,
-    ${epochMs(c('erased_at'))} AS erased_at,
-    ${epochMs(c('superseded_at'))} AS superseded_at,
+    ${c('irreversible_at')} AS irreversible_at,
+    ${c('erased_at')} AS erased_at,
+    ${c('superseded_at')} AS superseded_at,
     coalesce(${c('lease_expires_at')} <= ${clock}, false) AS lease_expired,
     coalesce(
       greatest(ceil(extract(epoch from ${c('lease_expires_at')} - ${clock}) * 1000), 0),
@@ -82,10 +78,19 @@ export function recordProjection(alias: string, clock: SQL): SQL {
     coalesce(${c('replay_expires_at')} <= ${clock}, false) AS replay_expired`;
 }
 
-function toDate(epochMilliseconds: number): Date;
-function toDate(epochMilliseconds: number | null): Date | null;
-function toDate(epochMilliseconds: number | null): Date | null {
-  return epochMilliseconds === null ? null : new Date(Math.floor(epochMilliseconds));
+/**
+ * An instant as the driver hands it out: postgres.js and PGlite both parse `timestamptz` into a
+ * `Date` (a string or epoch number is accepted too). Converting to epoch milliseconds in SQL made
+ * every read several times dearer to plan and run, for nothing.
+ */
+type Instant = Date | string | number;
+
+function toDate(value: Instant): Date;
+function toDate(value: Instant | null): Date | null;
+function toDate(value: Instant | null): Date | null {
+  if (value === null) return null;
+  if (value instanceof Date) return value;
+  return new Date(typeof value === 'number' ? Math.floor(value) : value);
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   withIdempotencyKey,
 } from '../src/index.js';
 import { htmlPage, type FaultProxy } from './fixtures/FaultProxy.js';
-import { testMeter } from './fixtures/testMetrics.js';
+import { testMeter } from '@idem/testing';
 import { startShopServer, type ShopServer } from './fixtures/shopServer.js';
 import type { RecordedCall, ShopRouter } from './fixtures/shopRouter.js';
 

@@ -4,7 +4,7 @@ import { createReaper, SERVER_METRICS } from '../src/index.js';
 import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import { createTestApp } from './fixtures/testApp.js';
-import { testMeter } from './fixtures/testMetrics.js';
+import { testMeter } from '@idem/testing';
 
 /** The metrics match what happened; once per database. */
 export function describeMetricsGates(name: string, makeEnv: () => Promise<TestEnv>): void {

@@ -5,3 +5,5 @@ export {
   postgresRequired,
 } from './testDatabase.js';
 export type { TestDatabase } from './testDatabase.js';
+export { testMeter } from './testMeter.js';
+export type { TestMeter } from './testMeter.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallFailed, callIdempotent } from '../docs-samples/contract/callIdempotent.js';
 import { exampleClient } from './fixtures/exampleClient.js';
 import { startExampleServer, type ExampleServer } from './fixtures/exampleServer.js';
-import { rawPost } from './fixtures/rawPost.js';
+import { httpPost as rawPost } from '@idem/testing';
 
 const available = await postgresAvailable();
 const contract = readFileSync(new URL('../../../docs/contract.md', import.meta.url), 'utf8');

@@ -7,3 +7,5 @@ export {
 export type { TestDatabase } from './testDatabase.js';
 export { testMeter } from './testMeter.js';
 export type { TestMeter } from './testMeter.js';
+export { httpPost } from './httpPost.js';
+export type { HttpResult } from './httpPost.js';

@@ -23,7 +23,7 @@ import { createPgliteStore, migrate } from '../src/pglite/index.js';
 
 interface Captured {
   sql: string;
-  params: unknown[];
+  params: readonly unknown[];
 }
 
 /** Why `statement` cannot be routed to the shard of `scope` (or of record `ids`); [] when it can. */

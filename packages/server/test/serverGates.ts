@@ -1,11 +1,13 @@
+import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from './fixtures/databases.js';
 import { httpPost } from '@idem/testing';
-import { post, rawPost, serve } from './fixtures/httpHarness.js';
+import { createHTTPServer } from '@trpc/server/adapters/standalone';
+import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
-import type { IdemServerEvent, MaskedError } from '../src/index.js';
+import { idemResponseMeta, type IdemServerEvent, type MaskedError } from '../src/index.js';
 
 const order = { sku: 'sku-1', quantity: 2 };
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
@@ -264,6 +266,34 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       );
       expect(plain.status).toBe(200);
       expect(app.counter.calls['orders.cancel'] ?? 0).toBe((before['orders.cancel'] ?? 0) + 2);
+    });
+
+    it('without tRPC info, still refuses the idempotent items of a batch (from the URL)', async () => {
+      const acct = account();
+      // createContext without `info`: idem reads the batch from the node request's URL.
+      const bare = createHTTPServer({
+        router: app.router,
+        createContext: ({ req }) => testContext(req),
+        responseMeta: idemResponseMeta,
+      });
+      await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = bare.address() as AddressInfo;
+        const res = await httpPost(
+          `http://127.0.0.1:${port}/orders.create?batch=1`,
+          JSON.stringify({ 0: order }),
+          { authorization: `Bearer ${acct}`, 'idempotency-key': 'k-batch-bare' },
+        );
+        expect(res.status).toBe(400);
+        expect(res.json[0].error.data.idem.reason).toBe('IDEMPOTENCY_BATCH_REFUSED');
+        expect(await env.count(recordsOf(acct))).toBe(0);
+        expect(await env.count(ordersOf(acct))).toBe(0);
+      } finally {
+        await new Promise<void>((resolve) => {
+          bare.close(() => resolve());
+          bare.closeAllConnections();
+        });
+      }
     });
 
     it('masks an internal error: a generic message with an error id, the detail to the hook only', async () => {

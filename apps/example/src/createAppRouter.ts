@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { IdemMeta } from '@idem/contract';
-import { createIdempotency } from '@idem/server';
+import { createIdempotency, idemErrorFormatter } from '@idem/server';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { and, asc, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { AppContext } from './createContext.js';
 import type { Faults } from './Faults.js';
-import { logIdemEvent, type JsonLogger } from './jsonLogger.js';
+import { describeErrorChain, logIdemEvent, type JsonLogger } from './jsonLogger.js';
 import type { AppDb, AppStore } from './openDatabase.js';
 import { orders, payments } from './schema.js';
 import type { StandInProcessor } from './StandInProcessor.js';
@@ -59,14 +59,32 @@ const toPayment = (row: PaymentRow) => ({
 /** The payments API: its router, and idem (for the completer and operation tools). */
 export function createAppRouter(options: AppRouterOptions) {
   const { db, store, processor, faults } = options;
-  // isDev: false keeps stack traces out of error responses (and out of stored failures).
-  const t = initTRPC.context<AppContext>().meta<IdemMeta>().create({ isDev: false });
+  // isDev: false keeps stack traces out of error responses (and out of stored failures). The
+  // error formatter masks every 5xx: the caller gets `Internal server error; error id err_...`,
+  // the log gets the same id with the error's names, codes and stack frames (never its message,
+  // which can quote SQL parameters).
+  const t = initTRPC
+    .context<AppContext>()
+    .meta<IdemMeta>()
+    .create({
+      isDev: false,
+      errorFormatter: idemErrorFormatter({
+        onMasked: ({ errorId, error, path, requestId }) =>
+          options.log({
+            msg: 'request.error',
+            errorId,
+            path,
+            requestId,
+            ...describeErrorChain(error),
+          }),
+      }),
+    });
 
   const authed = t.procedure.use(({ ctx, next }) => {
     if (!ctx.accountId) {
       throw new TRPCError({
         code: 'UNAUTHORIZED',
-        message: 'send Authorization: Bearer acct_<letters and digits>',
+        message: 'send Authorization: Bearer <token of your account>',
       });
     }
     return next({ ctx: { accountId: ctx.accountId } });

@@ -27,6 +27,38 @@ export function describeError(error: unknown): { name: string; code?: string } {
 }
 
 /**
+ * An error and its causes, outermost first, as {@link describeError} describes each (names and
+ * codes, e.g. SQLSTATE `22021`), plus where the innermost one was thrown: stack frames without
+ * the message line. Enough to find a failure behind a masked 500 without logging its parameters.
+ */
+export function describeErrorChain(error: unknown): {
+  causes: { name: string; code?: string }[];
+  at: string[];
+} {
+  const causes: { name: string; code?: string }[] = [];
+  let current: unknown = error;
+  let innermost: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 8; depth++) {
+    causes.push(describeOwn(current));
+    innermost = current;
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  const stack = innermost instanceof Error ? (innermost.stack ?? '') : '';
+  const at = stack
+    .split('\n')
+    .filter((line) => /^\s+at /.test(line))
+    .slice(0, 5)
+    .map((line) => line.trim());
+  return { causes, at };
+}
+
+function describeOwn(error: unknown): { name: string; code?: string } {
+  if (!(error instanceof Error)) return { name: typeof error };
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? { name: error.name, code } : { name: error.name };
+}
+
+/**
  * idem's event hook, wired to the JSON logger: one line per decision, with the key's hash, the
  * operation id and the client's request id; never a key, an input or a result.
  */

@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_TOKEN_SECRET } from './createContext.js';
 import { CRASH_POINTS, type CrashPoint } from './Faults.js';
 
 /** How the example server runs; read from the environment by {@link readConfig}. */
@@ -23,6 +24,21 @@ export interface ExampleConfig {
   crashAt: CrashPoint | null;
   /** `IDEM_EXAMPLE_DROP_RATE`: share (0..1) of fresh responses dropped after commit. Defaults to 0. */
   dropRate: number;
+  /**
+   * `IDEM_EXAMPLE_TOKEN_SECRET`: signs the demo bearer tokens (see `tokenFor`). Defaults to a
+   * public demo secret: set your own before anyone else can reach the server.
+   */
+  tokenSecret: string;
+  /**
+   * `IDEM_EXAMPLE_MAX_BODY_BYTES`: the largest request body; a larger one is refused with 413
+   * while it streams in, never buffered whole. Defaults to 1 048 576 (1 MiB).
+   */
+  maxBodyBytes: number;
+  /**
+   * `IDEM_EXAMPLE_DRAIN_MS`: on SIGTERM or SIGINT, how long in-flight requests may take to finish
+   * before their connections are closed and the process exits. Defaults to 10 000 ms.
+   */
+  drainMs: number;
 }
 
 /** Reads the configuration; throws on a value it cannot use (better than a silent default). */
@@ -42,6 +58,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
     processorLatencyMs: integer(env, 'IDEM_EXAMPLE_PROCESSOR_LATENCY_MS', 200, 0, 60_000),
     crashAt: crashAt as CrashPoint | null,
     dropRate: rate(env, 'IDEM_EXAMPLE_DROP_RATE'),
+    tokenSecret: env.IDEM_EXAMPLE_TOKEN_SECRET || DEFAULT_TOKEN_SECRET,
+    maxBodyBytes: integer(env, 'IDEM_EXAMPLE_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
+    drainMs: integer(env, 'IDEM_EXAMPLE_DRAIN_MS', 10_000, 0, 600_000),
   };
 }
 

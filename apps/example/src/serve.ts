@@ -3,7 +3,7 @@
  * embedded PGlite in `.data/pglite` otherwise; migrations apply at start. Prints the URL, then
  * one JSON line per idem decision, worker run and injected fault. Environment: see readConfig.ts.
  */
-import { jsonLogger } from './jsonLogger.js';
+import { describeError, jsonLogger } from './jsonLogger.js';
 import { readConfig } from './readConfig.js';
 import { startExample, COMPLETER_INTERVAL_MS, REAPER_INTERVAL_MS } from './startExample.js';
 
@@ -20,10 +20,28 @@ log({
   reaperIntervalMs: REAPER_INTERVAL_MS,
   crashAt: config.crashAt,
   dropRate: config.dropRate,
+  maxBodyBytes: config.maxBodyBytes,
+  drainMs: config.drainMs,
 });
 
+// Shutdown: drain for at most drainMs (readConfig.ts), then stop the workers and close the
+// database. Should that hang, the process exits anyway 2 s later (exit code 1).
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    void example.close().then(() => process.exit(0));
+    log({ msg: 'shutdown.start', signal, drainMs: config.drainMs });
+    setTimeout(() => {
+      log({ msg: 'shutdown.timeout' });
+      process.exit(1);
+    }, config.drainMs + 2_000).unref();
+    void example.close().then(
+      (report) => {
+        log({ msg: 'shutdown.done', ...report });
+        process.exit(0);
+      },
+      (error: unknown) => {
+        log({ msg: 'shutdown.error', error: describeError(error) });
+        process.exit(1);
+      },
+    );
   });
 }

@@ -1,8 +1,9 @@
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createReaper, idemResponseMeta } from '@idem/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { createAppRouter } from './createAppRouter.js';
-import { createContext } from './createContext.js';
+import { appContext } from './createContext.js';
 import { Faults } from './Faults.js';
 import { describeError, type JsonLogger } from './jsonLogger.js';
 import { openDatabase, type AppDatabase } from './openDatabase.js';
@@ -14,13 +15,29 @@ export const COMPLETER_INTERVAL_MS = 1_000;
 /** How often the reaper deletes records past their cleanup time. idem's default. */
 export const REAPER_INTERVAL_MS = 60_000;
 
+/** What a shutdown did, for the log. */
+export interface DrainReport {
+  /** Requests still running when the drain began. */
+  inFlight: number;
+  /** Requests that arrived on kept-alive connections during the drain (answered, then closed). */
+  lateRequests: number;
+  /** Connections closed by force when the drain time ran out (0 when all finished in time). */
+  forced: number;
+  drainedMs: number;
+}
+
 /** A running example server. */
 export interface RunningExample extends AsyncDisposable {
   /** The tRPC endpoint, e.g. `http://127.0.0.1:3000/trpc`. */
   url: string;
   database: AppDatabase;
-  /** Stops accepting requests, stops the workers, closes the database. */
-  close(): Promise<void>;
+  /**
+   * Drains, then stops: stops accepting connections, lets in-flight requests finish (their
+   * responses, and any request arriving on a kept-alive connection meanwhile, carry
+   * `Connection: close`), closes idle connections, and after `drainMs` closes whatever is left;
+   * then stops the workers and closes the database. Resolves with how it went.
+   */
+  close(drainMs?: number): Promise<DrainReport>;
 }
 
 /**
@@ -67,10 +84,13 @@ export async function startExample(
   const server = createHTTPServer({
     router,
     basePath: '/trpc/',
-    createContext,
+    createContext: appContext(config.tokenSecret),
     responseMeta: idemResponseMeta,
     middleware: faults.middleware,
+    // Counted while the body streams in: the request fails with 413 once it passes the limit.
+    maxBodySize: config.maxBodyBytes,
   });
+  const drain = trackRequests(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, '127.0.0.1', resolve);
@@ -79,20 +99,70 @@ export async function startExample(
   reaper.start();
   const { port } = server.address() as AddressInfo;
 
-  let closing: Promise<void> | undefined;
-  const close = () =>
+  let closing: Promise<DrainReport> | undefined;
+  const close = (drainMs = config.drainMs) =>
     (closing ??= (async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      const report = await drain(drainMs);
       await Promise.all([completer.stop(), reaper.stop()]);
       await database.close();
+      return report;
     })());
   return {
     url: `http://127.0.0.1:${port}/trpc`,
     database,
     close,
-    [Symbol.asyncDispose]: close,
+    [Symbol.asyncDispose]: async () => {
+      await close();
+    },
+  };
+}
+
+/**
+ * Keeps count of the responses in flight, and returns the drain: from its start, every response
+ * not yet sent (and every request that still arrives on a kept-alive connection) goes out with
+ * `Connection: close`, so node closes its connection once it is sent; idle connections close at
+ * once; the listener is closed, so new connections are refused. After `drainMs` the connections
+ * left are closed by force.
+ */
+function trackRequests(server: Server): (drainMs: number) => Promise<DrainReport> {
+  const inFlight = new Set<ServerResponse>();
+  let draining = false;
+  let lateRequests = 0;
+  // First in line, before tRPC's handler: nothing has been written yet.
+  server.prependListener('request', (_req, res: ServerResponse) => {
+    if (draining) {
+      lateRequests++;
+      res.setHeader('Connection', 'close');
+    }
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
+  return async (drainMs) => {
+    const started = performance.now();
+    draining = true;
+    const running = inFlight.size;
+    for (const res of inFlight) {
+      if (!res.headersSent) res.setHeader('Connection', 'close');
+    }
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = await Promise.race([
+      closed.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), drainMs))),
+    ]);
+    clearTimeout(timer);
+    let forced = 0;
+    if (timedOut) {
+      forced = inFlight.size;
+      server.closeAllConnections();
+      await closed;
+    }
+    return {
+      inFlight: running,
+      lateRequests,
+      forced,
+      drainedMs: Math.round(performance.now() - started),
+    };
   };
 }

@@ -44,7 +44,13 @@ describe('the example app', () => {
       leaseMs: 3_000,
       dropRate: 0,
       crashAt: null,
+      maxBodyBytes: 1_048_576,
+      drainMs: 10_000,
     });
+    expect(() => readConfig({ IDEM_EXAMPLE_DRAIN_MS: '-1' })).toThrow(/IDEM_EXAMPLE_DRAIN_MS/);
+    expect(() => readConfig({ IDEM_EXAMPLE_MAX_BODY_BYTES: '1MB' })).toThrow(
+      /IDEM_EXAMPLE_MAX_BODY_BYTES/,
+    );
     expect(() => readConfig({ IDEM_EXAMPLE_CRASH_AT: 'later' })).toThrow(/after-claim/);
     expect(() => readConfig({ IDEM_EXAMPLE_DROP_RATE: '2' })).toThrow(/0 to 1/);
     expect(() => readConfig({ PORT: 'http' })).toThrow(/PORT/);

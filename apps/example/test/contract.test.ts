@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallFailed, callIdempotent } from '../docs-samples/contract/callIdempotent.js';
+import { tokenFor } from '../src/createContext.js';
 import { exampleClient } from './fixtures/exampleClient.js';
 import { startExampleServer, type ExampleServer } from './fixtures/exampleServer.js';
 import { httpPost as rawPost } from '@idem/testing';
@@ -63,7 +64,7 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
 
     it('a success, then its replay: same status and body, Idempotent-Replayed: true', async () => {
       const auth = {
-        authorization: `Bearer ${newAccount()}`,
+        authorization: `Bearer ${tokenFor(newAccount())}`,
         'idempotency-key': 'order-cart-1001',
       };
       const first = await post(plain, 'orders.create', order, auth);
@@ -85,11 +86,11 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       const key = { 'idempotency-key': 'order-cart-shared' };
       const a = await post(plain, 'orders.create', order, {
         ...key,
-        authorization: `Bearer ${newAccount()}`,
+        authorization: `Bearer ${tokenFor(newAccount())}`,
       });
       const b = await post(plain, 'orders.create', order, {
         ...key,
-        authorization: `Bearer ${newAccount()}`,
+        authorization: `Bearer ${tokenFor(newAccount())}`,
       });
       expect(b.headers['idempotent-replayed']).toBeUndefined();
       expect(b.json.result.data.id).not.toBe(a.json.result.data.id);
@@ -102,7 +103,7 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       ['two Idempotency-Key headers', { 'idempotency-key': ['a', 'b'] }, 'IDEMPOTENCY_KEY_INVALID'],
     ])('400 for %s', async (_name, headers, reason) => {
       const answer = await post(plain, 'orders.create', order, {
-        authorization: `Bearer ${newAccount()}`,
+        authorization: `Bearer ${tokenFor(newAccount())}`,
         ...headers,
       });
       expect(answer.status).toBe(400);
@@ -123,7 +124,10 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
     });
 
     it('422 IDEMPOTENCY_KEY_REUSED for the same key with another input; the first outcome stands', async () => {
-      const auth = { authorization: `Bearer ${newAccount()}`, 'idempotency-key': 'order-cart-7' };
+      const auth = {
+        authorization: `Bearer ${tokenFor(newAccount())}`,
+        'idempotency-key': 'order-cart-7',
+      };
       const first = await post(plain, 'orders.create', order, auth);
       const reused = await post(plain, 'orders.create', { ...order, quantity: 3 }, auth);
       expect(reused.status).toBe(422);
@@ -140,7 +144,7 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       const client = exampleClient(plain.url, account);
       const created = await client.orders.create.mutate(order);
       const auth = {
-        authorization: `Bearer ${account}`,
+        authorization: `Bearer ${tokenFor(account)}`,
         'idempotency-key': `payment-${created.id}`,
       };
       const payment = { orderId: created.id, amountCents: 1250, currency: 'EUR' };
@@ -164,7 +168,10 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
     });
 
     it('a deterministic failure (404 unknown order) is stored and replayed', async () => {
-      const auth = { authorization: `Bearer ${newAccount()}`, 'idempotency-key': 'payment-nope' };
+      const auth = {
+        authorization: `Bearer ${tokenFor(newAccount())}`,
+        'idempotency-key': 'payment-nope',
+      };
       const payment = { orderId: 'ord_nope', amountCents: 1250, currency: 'EUR' };
       const first = await post(plain, 'payments.create', payment, auth);
       expect(first.status).toBe(404);
@@ -184,7 +191,11 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
     it('the shell loop retries the dropped response with the same key and gets the replay', async () => {
       const account = newAccount();
       const script = `${shellSample('idem_call() {')}\n${shellSample('idem_call orders.create')}`;
-      const { stdout } = await run(script, { API: dropping.url, TOKEN: account, CART_ID: '1001' });
+      const { stdout } = await run(script, {
+        API: dropping.url,
+        TOKEN: tokenFor(account),
+        CART_ID: '1001',
+      });
       expect(JSON.parse(stdout)).toEqual({
         result: { data: expect.objectContaining({ sku: 'tea-sencha', quantity: 2 }) },
       });
@@ -196,12 +207,12 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       const define = shellSample('idem_call() {');
       await run(`${define}\nidem_call orders.create '{"sku":"tea","quantity":1}' k-422`, {
         API: plain.url,
-        TOKEN: account,
+        TOKEN: tokenFor(account),
       });
       await expect(
         run(`${define}\nidem_call orders.create '{"sku":"tea","quantity":2}' k-422`, {
           API: plain.url,
-          TOKEN: account,
+          TOKEN: tokenFor(account),
         }),
       ).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('attempt 1 (HTTP 422)') });
     });
@@ -210,7 +221,7 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       const account = newAccount();
       const order = await callIdempotent<{ id: string }>(
         dropping.url,
-        account,
+        tokenFor(account),
         'orders.create',
         { sku: 'tea-sencha', quantity: 2 },
         'order-cart-2002',
@@ -219,7 +230,7 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       const payment = { orderId: order.data.id, amountCents: 1250, currency: 'EUR' };
       const paid = await callIdempotent<{ status: string }>(
         dropping.url,
-        account,
+        tokenFor(account),
         'payments.create',
         payment,
         `payment-${order.data.id}`,
@@ -238,14 +249,14 @@ describe.skipIf(!available)('docs/contract.md against the example server (Postgr
       const account = newAccount();
       await callIdempotent(
         plain.url,
-        account,
+        tokenFor(account),
         'orders.create',
         { sku: 'tea', quantity: 1 },
         'k-422',
       );
       const failed = callIdempotent(
         plain.url,
-        account,
+        tokenFor(account),
         'orders.create',
         { sku: 'tea', quantity: 2 },
         'k-422',

@@ -16,7 +16,7 @@ import { parseRetryAfter } from './parseRetryAfter.js';
  * | `connection-lost` | the connection failed after it was made (reset, closed mid-response) | yes |
  * | `key-reused` | 422 `IDEMPOTENCY_KEY_REUSED`: same key, different input | never |
  * | `key-rejected` | 400 `IDEMPOTENCY_KEY_MISSING` / `IDEMPOTENCY_KEY_INVALID` | never |
- * | `idem-refused` | another non-retryable idem reason (outcome unknown, replay unavailable, ...) | never |
+ * | `idem-refused` | another non-retryable idem reason (outcome unknown, replay unavailable, NUL in the input, a keyed mutation in a batch, ...) | never |
  * | `auth` | 401 or 403 | never |
  * | `client-error` | any other 4xx | never |
  * | `server-error` | any other 5xx | never |
@@ -83,6 +83,8 @@ const REASON_KINDS: Record<IdemReason, FailureKind> = {
   IDEMPOTENCY_KEY_REUSED: 'key-reused',
   IDEMPOTENCY_KEY_MISSING: 'key-rejected',
   IDEMPOTENCY_KEY_INVALID: 'key-rejected',
+  IDEMPOTENCY_INPUT_UNSTORABLE: 'idem-refused',
+  IDEMPOTENCY_BATCH_REFUSED: 'idem-refused',
   IDEMPOTENCY_OUTCOME_UNKNOWN: 'idem-refused',
   IDEMPOTENCY_RESOURCE_GONE: 'idem-refused',
   IDEMPOTENCY_REPLAY_UNAVAILABLE: 'idem-refused',

@@ -11,6 +11,17 @@ export const IDEM_REASON_TABLE = {
   IDEMPOTENCY_KEY_MISSING: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
   /** The key is empty, too long, has characters outside 0x21-0x7E, or the header was repeated. */
   IDEMPOTENCY_KEY_INVALID: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
+  /**
+   * The input holds a string PostgreSQL cannot store in `text` (U+0000, NUL, in a value or an
+   * object key): refused before the key is claimed, so nothing is stored.
+   */
+  IDEMPOTENCY_INPUT_UNSTORABLE: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
+  /**
+   * A batch request (`?batch=1`) contains an idempotent mutation. A batch shares one set of
+   * headers, so its items cannot carry one key each: send keyed mutations one per request. The
+   * whole batch is refused and none of its items runs.
+   */
+  IDEMPOTENCY_BATCH_REFUSED: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
   /** The key was used before, in this scope and procedure, with a different input. */
   IDEMPOTENCY_KEY_REUSED: { httpStatus: 422, trpcCode: 'UNPROCESSABLE_CONTENT', retryable: false },
   /** The first request with this key is still running; wait `retryAfterMs` and retry. */

@@ -23,7 +23,7 @@ import {
 } from '@idem/contract';
 import { executeExternal } from './executeExternal.js';
 import { executeLocal } from './executeLocal.js';
-import { fingerprint, hashIdempotencyKey } from './fingerprint.js';
+import { findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
 import type { IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
@@ -324,6 +324,16 @@ async function prepareJob<TContext extends IdemContext>(
     return idemTRPCError(reason, message, extra);
   };
   if (!parsed.ok) throw reject(parsed.reason, parsed.message);
+  if (request.batch) {
+    throw reject(
+      'IDEMPOTENCY_BATCH_REFUSED',
+      `${path} is idempotent: send it alone, not in a batch (?batch=1)`,
+    );
+  }
+  // Before the claim: PostgreSQL refuses NUL in text, and the claim may store the input.
+  const nulAt = resume ? null : findNul(input);
+  if (nulAt)
+    throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
 
   const storedInput =
     options.mode === 'external'

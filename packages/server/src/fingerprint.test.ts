@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, fingerprint, hashIdempotencyKey } from './fingerprint.js';
+import { canonicalJson, findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
 
 /** Rebuilds an object with its keys in a shuffled order, recursively. */
 function shuffleKeys(value: unknown, seed: number): unknown {
@@ -83,5 +83,23 @@ describe('fingerprint', () => {
         expect(hash).not.toContain(key.length > 3 ? key : '\u0000');
       }),
     );
+  });
+});
+
+describe('findNul', () => {
+  it.each([
+    ['a string', 'a\u0000', '$'],
+    ['an array item', { tags: ['x', 'y\u0000'] }, '$.tags[1]'],
+    ['an object key', { a: { ['k\u0000']: 1 } }, '$.a'],
+    ['toJSON output', { at: { toJSON: () => 'x\u0000' } }, '$.at'],
+  ])('finds NUL in %s', (_name, value, path) => {
+    expect(findNul(value)).toBe(path);
+  });
+
+  it.each([
+    ['plain', { a: 'b', n: 1, t: [null, true] }],
+    ['an escaped text', '\\u0000'],
+  ])('finds none in %s', (_name, value) => {
+    expect(findNul(value)).toBeNull();
   });
 });

@@ -49,6 +49,33 @@ function write(value: unknown, seen: Set<object>): string {
   }
 }
 
+/**
+ * Where a parsed input holds a NUL character (U+0000), which PostgreSQL refuses in `text` and
+ * `jsonb`: the path of the first such string value or object key (`$.note.text`, `$.tags[2]`),
+ * or null when there is none. Walks the value as {@link canonicalJson} does.
+ */
+export function findNul(value: unknown, path = '$'): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (typeof value !== 'object' || value === null) return null;
+  if ('toJSON' in value && typeof value.toJSON === 'function') {
+    const json: unknown = value.toJSON();
+    return json === value ? null : findNul(json, path);
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (key.includes('\u0000')) return path;
+    const found = findNul(item, `${path}.${key}`);
+    if (found) return found;
+  }
+  return null;
+}
+
 /** The fingerprint algorithms by version; a record is compared with the algorithm it was made by. */
 const algorithms: Record<number, (input: unknown) => string> = {
   1: (input) => createHash('sha256').update(canonicalJson(input)).digest('hex'),

@@ -6,7 +6,13 @@ export type {
   IdemProcedureOptions,
 } from './createIdempotency.js';
 export { idemContext } from './idemContext.js';
-export type { IdemContext, IdemHeaderSource, IdemRequest } from './idemContext.js';
+export type { IdemContext, IdemHeaderSource, IdemRequest, IdemRequestInfo } from './idemContext.js';
+export { idemErrorFormatter } from './idemErrorFormatter.js';
+export type {
+  IdemErrorFormatterOptions,
+  IdemRootErrorShape,
+  MaskedError,
+} from './idemErrorFormatter.js';
 export { idemResponseMeta } from './idemResponseMeta.js';
 export type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 export type { ExternalStep, LookupResult, PhaseTools } from './PhasedExecution.js';
@@ -24,7 +30,7 @@ export { createReaper } from './createReaper.js';
 export type { Reaper, ReaperOptions, ReaperReport } from './createReaper.js';
 export type { PeriodicWorker } from './runPeriodically.js';
 export { SERVER_METRICS } from './idemTelemetry.js';
-export { canonicalJson, fingerprint, hashIdempotencyKey } from './fingerprint.js';
+export { canonicalJson, findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
 export { classifyFailure } from './classifyFailure.js';
 export { formatIdemError } from './formatIdemError.js';
 export type { IdemErrorShape } from './formatIdemError.js';

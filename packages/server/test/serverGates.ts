@@ -1,10 +1,13 @@
+import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from './fixtures/databases.js';
-import { post, rawPost, serve } from './fixtures/httpHarness.js';
+import { httpPost } from '@idem/testing';
+import { createHTTPServer } from '@trpc/server/adapters/standalone';
+import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
-import type { IdemServerEvent } from '../src/index.js';
+import { idemResponseMeta, type IdemServerEvent, type MaskedError } from '../src/index.js';
 
 const order = { sku: 'sku-1', quantity: 2 };
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
@@ -19,9 +22,10 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
     let server: Awaited<ReturnType<typeof serve>>;
     const gate = new Gate();
     const events: IdemServerEvent[] = [];
+    const masked: MaskedError[] = [];
     beforeAll(async () => {
       env = await makeEnv();
-      app = createTestApp(env.store as never, { gate, events, lockTimeoutMs: 300 });
+      app = createTestApp(env.store as never, { gate, events, masked, lockTimeoutMs: 300 });
       server = await serve(app.router);
     });
     afterAll(async () => {
@@ -198,6 +202,123 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(replay.headers['idempotent-replayed']).toBe('true');
       expect(replay.text).toBe(first.text);
       expect(app.counter.calls['mail.send']).toBe(1);
+    });
+
+    it.each([
+      ['a value', { sku: 'tea\u0000', quantity: 1 }, '$.sku'],
+      [
+        'a nested value',
+        { sku: 'tea', quantity: 1, note: { gift: true, text: 'a\u0000b' } },
+        '$.note.text',
+      ],
+    ])(
+      'refuses NUL in %s with a clean 400 naming where, and stores nothing',
+      async (_n, input, at) => {
+        const acct = account();
+        const before = app.counter.calls['orders.create'] ?? 0;
+        const res = await create(input, 'k-nul', acct);
+        expect(res.status).toBe(400);
+        expect(res.json.error.data.idem.reason).toBe('IDEMPOTENCY_INPUT_UNSTORABLE');
+        expect(res.json.error.message).toContain(at);
+        expect(app.counter.calls['orders.create'] ?? 0).toBe(before);
+        expect(await env.count(recordsOf(acct))).toBe(0);
+        expect(await env.count(ordersOf(acct))).toBe(0);
+        // External mode stores its input at the claim: refused before it, nothing held either.
+        const mail = await post(
+          server.url,
+          'mail.send',
+          { to: 'a\u0000@example.com' },
+          {
+            key: 'k-nul-mail',
+            account: acct,
+          },
+        );
+        expect(mail.status).toBe(400);
+        expect(mail.json.error.data.idem.reason).toBe('IDEMPOTENCY_INPUT_UNSTORABLE');
+        expect(await env.count(recordsOf(acct))).toBe(0);
+      },
+    );
+
+    it('refuses a whole batch that holds an idempotent mutation: 400 per item, nothing runs', async () => {
+      const acct = account();
+      const before = { ...app.counter.calls };
+      // The issue's case: two items sharing one key used to collapse into one execution.
+      const res = await httpPost(
+        `${server.url}/orders.cancel,orders.create,orders.create?batch=1`,
+        JSON.stringify({ 0: { id: 1 }, 1: order, 2: order }),
+        { authorization: `Bearer ${acct}`, 'idempotency-key': 'k-batch' },
+      );
+      expect(res.status).toBe(400);
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+      expect(res.json).toHaveLength(3);
+      for (const item of res.json) {
+        expect(item.error.data.idem.reason).toBe('IDEMPOTENCY_BATCH_REFUSED');
+        expect(item.error.data.httpStatus).toBe(400);
+      }
+      expect(app.counter.calls).toEqual(before);
+      expect(await env.count(recordsOf(acct))).toBe(0);
+      expect(await env.count(ordersOf(acct))).toBe(0);
+      // A batch without idempotent mutations still runs.
+      const plain = await httpPost(
+        `${server.url}/orders.cancel,orders.cancel?batch=1`,
+        JSON.stringify({ 0: { id: 1 }, 1: { id: 2 } }),
+        { authorization: `Bearer ${acct}` },
+      );
+      expect(plain.status).toBe(200);
+      expect(app.counter.calls['orders.cancel'] ?? 0).toBe((before['orders.cancel'] ?? 0) + 2);
+    });
+
+    it('without tRPC info, still refuses the idempotent items of a batch (from the URL)', async () => {
+      const acct = account();
+      // createContext without `info`: idem reads the batch from the node request's URL.
+      const bare = createHTTPServer({
+        router: app.router,
+        createContext: ({ req }) => testContext(req),
+        responseMeta: idemResponseMeta,
+      });
+      await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+      try {
+        const { port } = bare.address() as AddressInfo;
+        const res = await httpPost(
+          `http://127.0.0.1:${port}/orders.create?batch=1`,
+          JSON.stringify({ 0: order }),
+          { authorization: `Bearer ${acct}`, 'idempotency-key': 'k-batch-bare' },
+        );
+        expect(res.status).toBe(400);
+        expect(res.json[0].error.data.idem.reason).toBe('IDEMPOTENCY_BATCH_REFUSED');
+        expect(await env.count(recordsOf(acct))).toBe(0);
+        expect(await env.count(ordersOf(acct))).toBe(0);
+      } finally {
+        await new Promise<void>((resolve) => {
+          bare.close(() => resolve());
+          bare.closeAllConnections();
+        });
+      }
+    });
+
+    it('masks an internal error: a generic message with an error id, the detail to the hook only', async () => {
+      const acct = account();
+      const res = await post(
+        server.url,
+        'orders.explode',
+        { sku: 'secret-sku', quantity: 1 },
+        {
+          key: 'k-explode',
+          account: acct,
+        },
+      );
+      expect(res.status).toBe(500);
+      expect(res.json.error.message).toMatch(/^Internal server error; error id err_[0-9a-f]{16}$/);
+      expect(res.text).not.toMatch(/no_such_table|secret-sku|select|Failed query/i);
+      expect(res.json.error.data.stack).toBeUndefined();
+      const errorId = /err_[0-9a-f]{16}/.exec(res.json.error.message)![0];
+      const report = masked.filter((m) => m.errorId === errorId);
+      expect(report).toHaveLength(1);
+      expect(report[0]!.path).toBe('orders.explode');
+      const detail = `${report[0]!.error.message} ${String((report[0]!.error.cause as Error)?.message)}`;
+      expect(detail).toMatch(/no_such_table/);
+      // A transient failure: released, so nothing is stored and the key may be retried.
+      expect(await env.count(recordsOf(acct))).toBe(0);
     });
 
     it('never logs a key or a body: events carry the key hash only', async () => {

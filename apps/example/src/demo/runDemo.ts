@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { idemErrorOf, idemFetch, idemLink, withIdempotencyKey, type IdemFetch } from '@idem/client';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import type { AppRouter } from '../createAppRouter.js';
+import { tokenFor } from '../createContext.js';
 import { FaultGateway } from './FaultGateway.js';
 import { ServerProcess, type ServerRecord } from './ServerProcess.js';
 import { Timeline } from './Timeline.js';
@@ -76,7 +77,10 @@ export async function runDemo(options: DemoOptions): Promise<boolean> {
 
   const account = `acct_demo${randomBytes(4).toString('hex')}`;
   const url = `${gateway.origin}/trpc`;
-  const headers = { authorization: `Bearer ${account}` };
+  // The demo token of the account, signed with the secret the servers use (readConfig.ts).
+  const headers = {
+    authorization: `Bearer ${tokenFor(account, process.env.IDEM_EXAMPLE_TOKEN_SECRET || undefined)}`,
+  };
   // Every answer an idempotent mutation gets, with its attempt and request id, for the timeline.
   const recordingFetch: IdemFetch = async (input, init) => {
     const sent = new Headers(init?.headers as HeadersInit | undefined);

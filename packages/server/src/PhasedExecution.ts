@@ -161,17 +161,19 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
       const lookup = step.lookup;
       let found: LookupResult<T>;
       try {
-        found = await withTimeLimit(timeLimitMs, (signal) =>
-          lookup(this.operationId, { signal }),
-        );
+        found = await withTimeLimit(timeLimitMs, (signal) => lookup(this.operationId, { signal }));
       } catch (cause) {
         this.#unsettle('OUTCOME_UNKNOWN');
         throw new OutcomeUnknownError(name, 'lookup', { cause });
       }
       if (found.found) {
-        await this.#save(name, { status: 'done', result: this.#codec.encode(found.result) }, {
-          callSettled: true,
-        });
+        await this.#save(
+          name,
+          { status: 'done', result: this.#codec.encode(found.result) },
+          {
+            callSettled: true,
+          },
+        );
         return found.result;
       }
     }
@@ -187,7 +189,10 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
         this.#unsettle(step.lookup ? 'OUTCOME_UNKNOWN' : 'NEEDS_RECONCILIATION', 'no_lookup');
         throw new OutcomeUnknownError(name, step.lookup ? 'lookup' : 'operator');
       }
-      value = await raceSignal(step.call(this.operationId, { signal: controller.signal }), controller.signal);
+      value = await raceSignal(
+        step.call(this.operationId, { signal: controller.signal }),
+        controller.signal,
+      );
     } catch (error) {
       if (error instanceof LostOwnershipError || error instanceof OutcomeUnknownError) throw error;
       // A definite refusal (a 4xx TRPCError: card declined) means nothing happened remotely.
@@ -202,9 +207,13 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
     } finally {
       clearTimeout(timer);
     }
-    await this.#save(name, { status: 'done', result: this.#codec.encode(value) }, {
-      callSettled: true,
-    });
+    await this.#save(
+      name,
+      { status: 'done', result: this.#codec.encode(value) },
+      {
+        callSettled: true,
+      },
+    );
     return value;
   }
 

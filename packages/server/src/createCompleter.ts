@@ -81,7 +81,10 @@ export function createCompleter<TContext extends IdemContext>(
     const fence = { id: record.id, version: record.version };
     if (record.state === 'NEEDS_RECONCILIATION') {
       // The takeover hit the poison cap: the statement handed it to an operator.
-      runtime.telemetry.reconciliation(record.reconcileReason ?? 'takeover_limit', record.procedure);
+      runtime.telemetry.reconciliation(
+        record.reconcileReason ?? 'takeover_limit',
+        record.procedure,
+      );
       return 'handedToOperators';
     }
     if (record.inputText === null) {

@@ -12,6 +12,11 @@ import {
 import { Gate } from './fixtures/testApp.js';
 
 const LEASE = 10_000;
+/**
+ * When an external call begun now can no longer be in flight: the intent's lease (the call's time
+ * limit, half the lease by default, plus a lease) plus the time limit again. No takeover before.
+ */
+const CALL_SETTLED = LEASE / 2 + LEASE + LEASE / 2;
 const acct = 'acct_recovery';
 const pay = { amount: 700 };
 
@@ -105,7 +110,12 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const first = await server.call('pay', pay, 'k-timeout');
       expect(first.status).toBe(503);
       expect(await stateOf(env)).toBe('OUTCOME_UNKNOWN');
-      const retry = await server.call('pay', pay, 'k-timeout');
+      // While the call could still be in flight, a lookup could miss it: the retry is told to wait.
+      const early = await server.call('pay', pay, 'k-timeout');
+      expect(early.status).toBe(409);
+      expect(early.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-timeout');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
         charges: 1,
@@ -123,10 +133,15 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       });
       expect((await server.call('pay', pay, 'k-erased')).status).toBe(503);
       expect(await (env.store as unknown as RecoveryStore<unknown>).eraseScope(acct)).toBe(1);
-      const retry = await server.call('pay', pay, 'k-erased');
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-erased');
       expect(retry.status).toBe(409);
       expect(retry.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
       expect(await stateOf(env)).toBe('NEEDS_RECONCILIATION');
+      const [row] = await env.db
+        .execute(sql`select reconcile_reason from idem_records where scope = ${acct}`)
+        .then(rowsOf);
+      expect(row!.reconcile_reason).toBe('erased_after_call');
       expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1, lookups: 0 });
     });
 
@@ -136,7 +151,8 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         fault: { at: 'charge-fails-before-send', how: 'throw' },
       });
       expect((await server.call('pay', pay, 'k-unsent')).status).toBe(503);
-      const retry = await server.call('pay', pay, 'k-unsent');
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-unsent');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
         charges: 1,
@@ -167,6 +183,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         keyHash: hashIdempotencyKey('k-manual'),
       }))!;
       expect(record.state).toBe('NEEDS_RECONCILIATION');
+      expect(record.reconcileReason).toBe('no_lookup');
       const body = JSON.stringify({ paymentId: 0, chargeId: 'ch_manual', amount: 700 });
       const window = {
         replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,

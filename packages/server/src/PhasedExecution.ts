@@ -30,12 +30,12 @@ export interface ExternalStep<T> {
    * Asks the remote system, by `operationId`, whether an earlier call was received. Without it, a
    * call whose outcome is unknown goes to manual reconciliation and is never retried by chance.
    * It runs only once no earlier call can still be in flight, so "not found" means "not
-   * received". Bounded by `timeoutMs` too.
+   * received". Its signal fires after the procedure's `leaseMs` (the lease it runs under).
    */
   lookup?(operationId: string, options: ExternalCallOptions): Promise<LookupResult<NoInfer<T>>>;
   /**
-   * The time limit of one call (and of one lookup), in milliseconds: `signal` fires then, and a
-   * call that has not answered counts as an unknown outcome. The record cannot be taken over
+   * The time limit of one call, in milliseconds: `signal` fires then, and a call that has not
+   * answered counts as an unknown outcome. The record cannot be taken over
    * until the lease plus this limit has passed after the call began. Defaults to half the
    * procedure's `leaseMs` (15 000 ms with the default 30 s lease).
    */
@@ -161,7 +161,11 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
       const lookup = step.lookup;
       let found: LookupResult<T>;
       try {
-        found = await withTimeLimit(timeLimitMs, (signal) => lookup(this.operationId, { signal }));
+        // A lookup may use the whole lease it runs under: should it outlast it, a new owner may
+        // take over, and this worker's fenced intent below then stops it before any call.
+        found = await withTimeLimit(this.job.options.leaseMs, (signal) =>
+          lookup(this.operationId, { signal }),
+        );
       } catch (cause) {
         this.#unsettle('OUTCOME_UNKNOWN');
         throw new OutcomeUnknownError(name, 'lookup', { cause });

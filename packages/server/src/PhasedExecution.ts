@@ -185,20 +185,23 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
     // call. A stale worker (taken over while it waited) stops here, without calling.
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(timeLimitError(name)), timeLimitMs);
-    let value: T;
     try {
       await this.#save(name, { status: 'intent' }, { irreversible: true, timeLimitMs });
+    } catch (error) {
+      clearTimeout(timer);
+      throw error; // lost ownership, or the store failed: nothing was called
+    }
+    let value: T;
+    try {
       if (controller.signal.aborted) {
         // The intent write itself outlasted the time limit: too late to call safely now.
-        this.#unsettle(step.lookup ? 'OUTCOME_UNKNOWN' : 'NEEDS_RECONCILIATION', 'no_lookup');
-        throw new OutcomeUnknownError(name, step.lookup ? 'lookup' : 'operator');
+        throw controller.signal.reason;
       }
       value = await raceSignal(
         step.call(this.operationId, { signal: controller.signal }),
         controller.signal,
       );
     } catch (error) {
-      if (error instanceof LostOwnershipError || error instanceof OutcomeUnknownError) throw error;
       // A definite refusal (a 4xx TRPCError: card declined) means nothing happened remotely.
       if (
         error instanceof TRPCError &&

@@ -114,6 +114,12 @@ describe.skipIf(!available)(
             select count(*)::int as n from processor_calls where kind = 'lookup'`;
           // The killed process had recorded charge intents: resuming them asked the processor.
           expect(lookups!.n).toBeGreaterThan(0);
+          const [calls] = await db<{ n: number }[]>`
+            select count(*)::int as n from processor_calls where kind = 'charge'`;
+          console.info(
+            `takeover gate run ${run}: ${PAYMENTS} payments paid, ${calls!.n} charge calls, ` +
+              `${charges!.n} charges, ${lookups!.n} lookups, 0 operations called twice`,
+          );
         } finally {
           for (const server of servers.reverse()) await server[Symbol.asyncDispose]();
           await db.end({ timeout: 1 });

@@ -57,11 +57,14 @@ describe.skipIf(!available)(
           for (let i = 0; i < PAYMENTS; i++) {
             orders.push(await setup.orders.create.mutate({ sku: `sku${i}`, quantity: 1 }));
           }
-          const onVictim = new Set(orders.slice(0, PAYMENTS / 2).map((order) => order.id));
+          const onVictim = new Set(orders.filter((_, i) => i % 2 === 0).map((order) => order.id));
 
-          // 20 payments at once, half through each process; each client retries with its key.
-          const payments = orders.map((order, i) => {
-            const server = onVictim.has(order.id) ? victim : survivor;
+          // 20 payments, sent 60 ms apart so that all overlap (each charge takes 1 s) and the kill
+          // finds the victim's charges at different points: received, on the way, not sent yet.
+          // Half go through each process; each client retries with its own key.
+          const payments = orders.map(async (order, i) => {
+            await new Promise((resolve) => setTimeout(resolve, i * 60));
+            const server = i % 2 === 0 ? victim : survivor;
             const client = exampleClient(server.url, account, {
               maxAttempts: 60,
               backoff: () => 400,
@@ -116,9 +119,14 @@ describe.skipIf(!available)(
           expect(lookups!.n).toBeGreaterThan(0);
           const [calls] = await db<{ n: number }[]>`
             select count(*)::int as n from processor_calls where kind = 'charge'`;
+          const [afterLookup] = await db<{ n: number }[]>`
+            select count(distinct l.operation_id)::int as n from processor_calls l
+            join processor_calls c on c.operation_id = l.operation_id and c.kind = 'charge'
+            where l.kind = 'lookup' and c.id > l.id`;
           console.info(
             `takeover gate run ${run}: ${PAYMENTS} payments paid, ${calls!.n} charge calls, ` +
-              `${charges!.n} charges, ${lookups!.n} lookups, 0 operations called twice`,
+              `${charges!.n} charges, ${lookups!.n} lookups (${afterLookup!.n} answered ` +
+              `"not found", then charged once), 0 operations called twice`,
           );
         } finally {
           for (const server of servers.reverse()) await server[Symbol.asyncDispose]();

@@ -3,6 +3,7 @@ import type { Fence, ReconciliationReason, RecoveryStore } from '@idem/contract'
 import { classifyFailure } from './classifyFailure.js';
 import type { IdemJob } from './IdemJob.js';
 import { parseSteps, type StepRecord, type Steps } from './steps.js';
+import { raceSignal, timeLimitError, withTimeLimit } from './callTimeLimit.js';
 import { stepResultCodec } from './stepResultCodec.js';
 
 /** What a lookup by operation id found at the remote system. */
@@ -174,9 +175,7 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
         await this.#save(
           name,
           { status: 'done', result: this.#codec.encode(found.result) },
-          {
-            callSettled: true,
-          },
+          { callSettled: true },
         );
         return found.result;
       }
@@ -217,9 +216,7 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
     await this.#save(
       name,
       { status: 'done', result: this.#codec.encode(value) },
-      {
-        callSettled: true,
-      },
+      { callSettled: true },
     );
     return value;
   }
@@ -275,40 +272,4 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
       throw new LostOwnershipError(name);
     }
   }
-}
-
-function timeLimitError(step: string): Error {
-  const error = new Error(`idem: the external step "${step}" reached its time limit (timeoutMs)`);
-  error.name = 'TimeoutError';
-  return error;
-}
-
-/** Runs `fn` with a signal that fires after `ms`, and stops waiting for it then. */
-async function withTimeLimit<T>(ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(timeLimitError('lookup')), ms);
-  try {
-    return await raceSignal(fn(controller.signal), controller.signal);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** `promise`, or a rejection with the signal's reason once it fires (whichever comes first). */
-function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LookupResult } from '@idem/server';
-import { count, eq } from 'drizzle-orm';
+import { and, asc, count, eq, sql } from 'drizzle-orm';
 import type { AppDb } from './openDatabase.js';
 import type { JsonLogger } from './jsonLogger.js';
 import { processorCalls, processorCharges } from './schema.js';
@@ -32,45 +32,93 @@ export interface ProcessorStats {
 }
 
 /**
+ * How the stand-in processor treats a repeated charge request for one operation id:
+ * `deduplicating` returns the first charge (the processor honours the idempotency key);
+ * `lookup-only` charges again (it can only be asked, by operation id, whether a charge exists),
+ * so a second call to it is a second charge.
+ */
+export type ProcessorMode = 'deduplicating' | 'lookup-only';
+
+/** What a charge or lookup request carries besides its data. */
+export interface ProcessorRequestOptions {
+  /** Aborts the request: before it reached the processor, nothing happened there. */
+  signal?: AbortSignal;
+}
+
+/**
  * A stand-in card processor: a remote system the example cannot roll back. It lives in its own
- * tables (in the example's database, for convenience only: idem treats it as external), answers
- * after a simulated latency, de-duplicates on the operation id it receives, and can be asked by
- * operation id whether a charge exists. Every call it receives is counted.
+ * tables (in the example's database, for convenience only: idem treats it as external, and
+ * several server processes on one database share it), answers after a simulated latency, and can
+ * be asked by operation id whether a charge exists. Every call it receives is counted.
+ *
+ * Half of the latency is the way there and half the way back: a request aborted (or a process
+ * killed) on the way there never reached the processor and left no trace; one on the way back was
+ * received and executed, and only its answer was lost. The call is recorded and executed in one
+ * transaction when it arrives, so the ledger counts exactly the calls the processor acted on.
  */
 export class StandInProcessor {
   constructor(
     private readonly db: AppDb,
     private readonly latencyMs: number,
     private readonly log: JsonLogger,
+    /** Defaults to `deduplicating`. */
+    private readonly mode: ProcessorMode = 'deduplicating',
   ) {}
 
-  /** Charges once per operation id: a repeated request returns the first charge. */
-  async charge(request: ChargeRequest): Promise<Charge> {
+  /**
+   * Charges: once per operation id when `deduplicating` (a repeated request returns the first
+   * charge), once per call when `lookup-only`.
+   */
+  async charge(request: ChargeRequest, options: ProcessorRequestOptions = {}): Promise<Charge> {
     const { accountId, operationId } = request;
-    await this.db.insert(processorCalls).values({ accountId, operationId, kind: 'charge' });
-    await sleep(this.latencyMs);
-    const inserted = await this.db
-      .insert(processorCharges)
-      .values({ id: `ch_${randomBytes(8).toString('hex')}`, ...request })
-      .onConflictDoNothing({ target: processorCharges.operationId })
-      .returning({ id: processorCharges.id });
-    const charge = await this.#find(operationId);
-    if (!charge) throw new Error('processor: the charge vanished');
+    await this.#travel(options.signal);
+    const deduplicated = this.mode === 'deduplicating';
+    const { charge, inserted } = await this.db.transaction(async (tx) => {
+      await tx.insert(processorCalls).values({ accountId, operationId, kind: 'charge' });
+      const id = `ch_${randomBytes(8).toString('hex')}`;
+      const rows = await tx
+        .insert(processorCharges)
+        .values({ id, ...request, deduplicated })
+        .onConflictDoNothing({
+          target: processorCharges.operationId,
+          where: sql`${processorCharges.deduplicated}`,
+        })
+        .returning({ id: processorCharges.id });
+      if (rows[0]) return { charge: { chargeId: rows[0].id }, inserted: true };
+      const [first] = await tx
+        .select({ id: processorCharges.id })
+        .from(processorCharges)
+        .where(
+          and(
+            eq(processorCharges.operationId, operationId),
+            eq(processorCharges.deduplicated, true),
+          ),
+        );
+      if (!first) throw new Error('processor: the charge vanished');
+      return { charge: { chargeId: first.id }, inserted: false };
+    });
     this.log({
       msg: 'processor.charge',
       accountId,
       operationId,
       chargeId: charge.chargeId,
-      deduplicated: inserted.length === 0,
+      deduplicated: !inserted,
+      mode: this.mode,
     });
+    await this.#travel(options.signal);
     return charge;
   }
 
   /** Whether a charge exists for `operationId` (the answer after an unknown outcome). */
-  async lookup(accountId: string, operationId: string): Promise<LookupResult<Charge>> {
+  async lookup(
+    accountId: string,
+    operationId: string,
+    options: ProcessorRequestOptions = {},
+  ): Promise<LookupResult<Charge>> {
+    await this.#travel(options.signal);
     await this.db.insert(processorCalls).values({ accountId, operationId, kind: 'lookup' });
-    await sleep(this.latencyMs);
     const charge = await this.#find(operationId);
+    await this.#travel(options.signal);
     this.log({ msg: 'processor.lookup', accountId, operationId, found: charge !== null });
     return charge ? { found: true, result: charge } : { found: false };
   }
@@ -94,11 +142,20 @@ export class StandInProcessor {
     };
   }
 
+  /** The first charge of `operationId`, if any. */
   async #find(operationId: string): Promise<Charge | null> {
     const [row] = await this.db
       .select({ id: processorCharges.id })
       .from(processorCharges)
-      .where(eq(processorCharges.operationId, operationId));
+      .where(eq(processorCharges.operationId, operationId))
+      .orderBy(asc(processorCharges.createdAt), asc(processorCharges.id))
+      .limit(1);
     return row ? { chargeId: row.id } : null;
+  }
+
+  /** Half the latency: the way to the processor, or back. */
+  async #travel(signal: AbortSignal | undefined): Promise<void> {
+    if (this.latencyMs > 0) await sleep(this.latencyMs / 2, undefined, { signal });
+    else signal?.throwIfAborted();
   }
 }

@@ -170,18 +170,24 @@ export function createAppRouter(options: AppRouterOptions) {
             }
             return payment;
           });
+          // The call's time limit defaults to half the lease (1.5 s with the example's 3 s); the
+          // signal fires then, and the processor request is aborted with it.
           const charge = await ctx.idem.external('charge', {
-            call: async (operationId) => {
-              const charged = await processor.charge({
-                accountId: ctx.accountId,
-                operationId,
-                amountCents: input.amountCents,
-                currency: input.currency,
-              });
+            call: async (operationId, { signal }) => {
+              const charged = await processor.charge(
+                {
+                  accountId: ctx.accountId,
+                  operationId,
+                  amountCents: input.amountCents,
+                  currency: input.currency,
+                },
+                { signal },
+              );
               faults.reach('after-charge-before-record', at);
               return charged;
             },
-            lookup: (operationId) => processor.lookup(ctx.accountId, operationId),
+            lookup: (operationId, { signal }) =>
+              processor.lookup(ctx.accountId, operationId, { signal }),
           });
           return ctx.idem.phase('record', async (tx) => {
             const [row] = await tx

@@ -1,6 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_TOKEN_SECRET } from './createContext.js';
 import { CRASH_POINTS, type CrashPoint } from './Faults.js';
+import type { ProcessorMode } from './StandInProcessor.js';
+
+const PROCESSOR_MODES = ['deduplicating', 'lookup-only'] as const satisfies ProcessorMode[];
 
 /** How the example server runs; read from the environment by {@link readConfig}. */
 export interface ExampleConfig {
@@ -20,6 +23,13 @@ export interface ExampleConfig {
   leaseMs: number;
   /** `IDEM_EXAMPLE_PROCESSOR_LATENCY_MS`: the stand-in processor's latency. Defaults to 200. */
   processorLatencyMs: number;
+  /**
+   * `IDEM_EXAMPLE_PROCESSOR`: `deduplicating` (the default: a repeated charge request for one
+   * operation id returns the first charge) or `lookup-only` (every charge call makes a charge;
+   * the processor can only be asked whether a charge exists): a double call shows as a double
+   * charge.
+   */
+  processorMode: ProcessorMode;
   /** `IDEM_EXAMPLE_CRASH_AT`: SIGKILL the process there, once. Defaults to none. */
   crashAt: CrashPoint | null;
   /** `IDEM_EXAMPLE_DROP_RATE`: share (0..1) of fresh responses dropped after commit. Defaults to 0. */
@@ -49,6 +59,12 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
       `IDEM_EXAMPLE_CRASH_AT must be one of ${CRASH_POINTS.join(', ')}; got ${crashAt}`,
     );
   }
+  const processorMode = env.IDEM_EXAMPLE_PROCESSOR || 'deduplicating';
+  if (!(PROCESSOR_MODES as readonly string[]).includes(processorMode)) {
+    throw new Error(
+      `IDEM_EXAMPLE_PROCESSOR must be one of ${PROCESSOR_MODES.join(', ')}; got ${processorMode}`,
+    );
+  }
   return {
     port: integer(env, 'PORT', 3000, 0, 65_535),
     databaseUrl: env.DATABASE_URL || null,
@@ -56,6 +72,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
       env.IDEM_EXAMPLE_DATA_DIR || fileURLToPath(new URL('../.data/pglite', import.meta.url)),
     leaseMs: integer(env, 'IDEM_EXAMPLE_LEASE_MS', 3_000, 500, 600_000),
     processorLatencyMs: integer(env, 'IDEM_EXAMPLE_PROCESSOR_LATENCY_MS', 200, 0, 60_000),
+    processorMode: processorMode as ProcessorMode,
     crashAt: crashAt as CrashPoint | null,
     dropRate: rate(env, 'IDEM_EXAMPLE_DROP_RATE'),
     tokenSecret: env.IDEM_EXAMPLE_TOKEN_SECRET || DEFAULT_TOKEN_SECRET,

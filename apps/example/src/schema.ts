@@ -6,7 +6,16 @@
  * Migrations are generated from this file with `pnpm generate` (drizzle-kit) into `migrations/`.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 export const orders = pgTable(
   'orders',
@@ -45,7 +54,11 @@ export const payments = pgTable(
   ],
 );
 
-/** The stand-in processor's charges: at most one per operation id (its own de-duplication). */
+/**
+ * The stand-in processor's charges. A de-duplicating processor keeps at most one per operation id
+ * (its own de-duplication, `deduplicated` true); a lookup-only one (`IDEM_EXAMPLE_PROCESSOR=
+ * lookup-only`) makes a charge for every call it receives, so a second call is a second charge.
+ */
 export const processorCharges = pgTable(
   'processor_charges',
   {
@@ -54,10 +67,15 @@ export const processorCharges = pgTable(
     operationId: text('operation_id').notNull(),
     amountCents: integer('amount_cents').notNull(),
     currency: text('currency').notNull(),
+    /** Made by the de-duplicating processor: unique per operation id. */
+    deduplicated: boolean('deduplicated').notNull().default(true),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [
-    uniqueIndex('processor_charges_operation_unique').on(table.operationId),
+    uniqueIndex('processor_charges_operation_unique')
+      .on(table.operationId)
+      .where(sql`${table.deduplicated}`),
+    index('processor_charges_operation_idx').on(table.operationId),
     index('processor_charges_account_idx').on(table.accountId),
   ],
 );

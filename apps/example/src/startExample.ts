@@ -51,7 +51,12 @@ export async function startExample(
 ): Promise<RunningExample> {
   const database = await openDatabase(config);
   const faults = new Faults(config.crashAt, config.dropRate, log);
-  const processor = new StandInProcessor(database.db, config.processorLatencyMs, log);
+  const processor = new StandInProcessor(
+    database.db,
+    config.processorLatencyMs,
+    log,
+    config.processorMode,
+  );
   const { router, idem } = createAppRouter({
     db: database.db,
     store: database.store,

@@ -47,6 +47,7 @@ describe.skipIf(!available)('idem-admin', () => {
         await store.markUnsettled(
           { id: claim.record.id, version: claim.record.version },
           'NEEDS_RECONCILIATION',
+          'takeover_limit',
         ),
       ).toBe(true);
 
@@ -66,6 +67,8 @@ describe.skipIf(!available)('idem-admin', () => {
       expect(found.operationId).toBe(operationId);
       const stuck = await admin(database.url, 'stuck');
       expect(stuck.report.needsReconciliation).toBe(1);
+      // Why a person is needed: the poison cap, here.
+      expect(stuck.records[0]).toMatchObject({ reconcileReason: 'takeover_limit', takeovers: 0 });
       expect(stuck.records.map((r: { operationId: string }) => r.operationId)).toEqual([
         operationId,
       ]);

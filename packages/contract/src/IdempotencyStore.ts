@@ -59,6 +59,14 @@ export interface ClaimInput {
    * Only meaningful inside a transaction (local mode); on timeout the result is `busy`.
    */
   lockTimeoutMs?: number;
+  /**
+   * A takeover of abandoned work (expired lease, unknown outcome) when the record was already
+   * taken over this many times moves it to NEEDS_RECONCILIATION (reason `takeover_limit`)
+   * instead; the claim then answers `existing` with `reconciled` set. A released key
+   * (RETRYABLE_FAILURE) is not abandoned work and does not count. Defaults to
+   * `DEFAULT_MAX_TAKEOVERS` (5).
+   */
+  maxTakeovers?: number;
 }
 
 /**
@@ -69,11 +77,15 @@ export interface ClaimInput {
  *   `fresh` claims have `attempts === 1`.
  * - `existing`: another request owns or finished the key: answer from `record`'s state. The
  *   record may carry a different fingerprint (then the answer is 422 key reused).
- * - `busy`: another transaction holds an uncommitted claim on the key and the lock wait ran out.
+ *   `reconciled` is set when this claim's takeover hit the takeover cap (`maxTakeovers`) and moved
+ *   the record to NEEDS_RECONCILIATION.
+ * - `busy`: another transaction holds an uncommitted claim on the key and the lock wait ran out,
+ *   or an external call of the record may still be in flight (its owner's lease plus the call's
+ *   time limit have not passed yet): retry later.
  */
 export type ClaimResult =
   | { kind: 'claimed'; record: IdempotencyRecord; takeover: boolean }
-  | { kind: 'existing'; record: IdempotencyRecord }
+  | { kind: 'existing'; record: IdempotencyRecord; reconciled?: 'takeover_limit' }
   | { kind: 'busy' };
 
 /** Identifies the record and owner a write is fenced by. */

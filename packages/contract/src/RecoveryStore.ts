@@ -23,7 +23,33 @@ export interface RecoveryFields {
   erasedAt: Date | null;
   /** When a newer live row replaced this one after the replay window; null for the live row. */
   supersededAt: Date | null;
+  /**
+   * Set when an external call was about to start: the instant after which that call can no longer
+   * be in flight (the lease it extended, plus the call's time limit). Nobody takes the record
+   * over before it. Null when no call is outstanding.
+   */
+  takeoverAfter: Date | null;
+  /** How often abandoned work of this record was taken over (by claims and completers). */
+  takeovers: number;
+  /** Why the record is in NEEDS_RECONCILIATION; null otherwise. */
+  reconcileReason: ReconciliationReason | null;
 }
+
+/**
+ * Why a record went to NEEDS_RECONCILIATION, as stored in its `reconcile_reason` and shown by
+ * `idem-admin stuck`.
+ */
+export const RECONCILIATION_REASONS = {
+  /** An external call's outcome is unknown and the step has no `lookup`. */
+  no_lookup: 'an external call timed out and its step has no lookup',
+  /** Taken over more than `maxTakeovers` times: the work keeps killing or stalling its worker. */
+  takeover_limit: 'taken over more often than maxTakeovers allows',
+  /** The record's data was erased after an external call began: a re-run would be blind. */
+  erased_after_call: 'erased after an external call began',
+  /** The completer found no stored input to resume the work with. */
+  input_missing: 'no stored input to resume with',
+} as const;
+export type ReconciliationReason = keyof typeof RECONCILIATION_REASONS;
 
 /** A record as the recovery store hands it out. */
 export type RecoveryRecord = IdempotencyRecord & RecoveryFields;
@@ -90,23 +116,45 @@ export interface RecoveryStore<TTx = unknown> extends IdempotencyStore<TTx> {
       recoveryPoint: string | null;
       leaseMs: number;
       irreversible?: boolean;
+      /**
+       * This write is the intent right before an external call with this time limit: the lease
+       * is extended to `callTimeLimitMs + leaseMs` from now, and `takeoverAfter` is set to that
+       * lease end plus `callTimeLimitMs`. A false return means: do not call.
+       */
+      callTimeLimitMs?: number;
+      /** This write records an external call's result: clears `takeoverAfter`. */
+      callSettled?: boolean;
     },
     tx?: TTx,
   ): Promise<boolean>;
   /** Heartbeat: extends the owner's lease to `leaseMs` from now. Fenced. */
   extendLease(fence: Fence, leaseMs: number): Promise<boolean>;
-  /** Moves an owned IN_PROGRESS record to an unsettled state and drops the lease. Fenced. */
-  markUnsettled(fence: Fence, state: 'OUTCOME_UNKNOWN' | 'NEEDS_RECONCILIATION'): Promise<boolean>;
+  /**
+   * Moves an owned IN_PROGRESS record to an unsettled state and drops the lease. Fenced. Keeps
+   * `takeoverAfter`: a lookup never runs while the call can still be in flight. `reason` is
+   * stored for NEEDS_RECONCILIATION.
+   */
+  markUnsettled(
+    fence: Fence,
+    state: 'OUTCOME_UNKNOWN' | 'NEEDS_RECONCILIATION',
+    reason?: ReconciliationReason,
+  ): Promise<boolean>;
   /**
    * Completer: takes over at most `limit` abandoned records of `procedures`: IN_PROGRESS whose
-   * lease ran out, and OUTCOME_UNKNOWN. Each comes back IN_PROGRESS, owned by `owner`, with its
-   * version bumped and attempts counted. Safe on many instances at once: a record goes to one.
+   * lease ran out, and OUTCOME_UNKNOWN, in both cases only once `takeoverAfter` has passed. Each
+   * comes back IN_PROGRESS, owned by `owner`, with its version bumped and attempts and takeovers
+   * counted; or, when it had already been taken over `maxTakeovers` times (default
+   * `DEFAULT_MAX_TAKEOVERS`), NEEDS_RECONCILIATION with reason `takeover_limit`, owned by
+   * nobody. Safe on many instances at once: a record goes to one. A completer should take one
+   * record at a time (`limit: 1`) and finish it before taking the next, so it never works on a
+   * record whose lease it took long ago.
    */
   takeOverAbandoned(options: {
     owner: string;
     leaseMs: number;
     limit: number;
     procedures: readonly string[];
+    maxTakeovers?: number;
   }): Promise<RecoveryRecord[]>;
   /**
    * Cancels owned-or-not IN_PROGRESS/PENDING work at `fence` if no irreversible step started:

@@ -10,6 +10,13 @@ export const DEFAULT_RETENTION_MS = 72 * 60 * 60 * 1000;
 export const DEFAULT_LEASE_MS = 30 * 1000;
 
 /**
+ * A record whose work was taken over this many times (its worker vanished, or a lookup was owed)
+ * goes to NEEDS_RECONCILIATION at the next takeover instead of running again: a procedure that
+ * keeps killing its worker is handed to an operator rather than retried forever.
+ */
+export const DEFAULT_MAX_TAKEOVERS = 5;
+
+/**
  * How long a duplicate of a local-only request waits behind the first one's uncommitted claim
  * before it is answered 409 in progress.
  */

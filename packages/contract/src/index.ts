@@ -27,6 +27,7 @@ export type { RecordState } from './recordState.js';
 export {
   DEFAULT_LEASE_MS,
   DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_MAX_TAKEOVERS,
   DEFAULT_REPLAY_WINDOW_MS,
   DEFAULT_RETENTION_MS,
   FINGERPRINT_VERSION,
@@ -53,8 +54,10 @@ export type {
   StoredResponse,
 } from './IdempotencyStore.js';
 export type { IdemErrorShapeData, IdemErrorShapeMarker } from './idemErrorShape.js';
+export { RECONCILIATION_REASONS } from './RecoveryStore.js';
 export type {
   AuditEntry,
+  ReconciliationReason,
   RecoveryFields,
   RecoveryRecord,
   RecoveryStore,

@@ -34,6 +34,8 @@ export interface IdemRuntime {
   serializer: ResultSerializer;
   owner: string;
   inProgressRetryAfterMs: number;
+  /** The poison cap of takeovers (claims and the completer). */
+  maxTakeovers: number;
   inputCipher: TextCipher | null;
   telemetry: IdemTelemetry;
   emit(event: IdemServerEvent): void;

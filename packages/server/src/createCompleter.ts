@@ -23,17 +23,15 @@ export interface CompleterOptions<TContext extends IdemContext> {
   ): Omit<TContext, 'idemRequest'> | Promise<Omit<TContext, 'idemRequest'>>;
   /** Procedure paths to complete. Defaults to every external-mode idempotent procedure. */
   procedures?: readonly string[];
-  /** Records taken over per run. Defaults to 10. */
+  /**
+   * Records finished per run, at most. They are taken over one at a time, each just before its
+   * work starts, so a record never waits under a lease taken long before. Defaults to 10.
+   */
   batchSize?: number;
   /** Milliseconds between runs when started. Defaults to 5 000. */
   intervalMs?: number;
   /** Lease the completer takes on a record. Defaults to 30 000. */
   leaseMs?: number;
-  /**
-   * A record claimed more often than this goes to manual reconciliation instead of running again
-   * (a procedure that keeps crashing its worker). Defaults to 5.
-   */
-  maxExecutions?: number;
   /** Called with every run's report and with errors of the loop. Defaults to none. */
   onReport?(report: CompleterReport): void;
   onError?(error: unknown): void;
@@ -47,7 +45,10 @@ export interface CompleterReport {
   finished: number;
   /** Records whose run failed again (released, left unsettled, or lost to another worker). */
   failed: number;
-  /** Records sent to manual reconciliation without running (too many executions, erased input). */
+  /**
+   * Records sent to manual reconciliation without running: taken over more often than
+   * `maxTakeovers` of `createIdempotency` allows (the poison cap), or without a stored input.
+   */
   handedToOperators: number;
 }
 
@@ -74,13 +75,22 @@ export function createCompleter<TContext extends IdemContext>(
   const procedures = options.procedures ?? externalProcedures(options.router);
   const batchSize = options.batchSize ?? 10;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  const maxExecutions = options.maxExecutions ?? 5;
   const caller = (ctx: object) => options.router.createCaller(ctx) as Record<string, unknown>;
 
   async function finish(record: RecoveryRecord): Promise<keyof Omit<CompleterReport, 'taken'>> {
     const fence = { id: record.id, version: record.version };
-    if (record.attempts > maxExecutions || record.inputText === null) {
-      await store.markUnsettled(fence, 'NEEDS_RECONCILIATION');
+    if (record.state === 'NEEDS_RECONCILIATION') {
+      // The takeover hit the poison cap: the statement handed it to an operator.
+      runtime.telemetry.reconciliation(
+        record.reconcileReason ?? 'takeover_limit',
+        record.procedure,
+      );
+      return 'handedToOperators';
+    }
+    if (record.inputText === null) {
+      if (await store.markUnsettled(fence, 'NEEDS_RECONCILIATION', 'input_missing')) {
+        runtime.telemetry.reconciliation('input_missing', record.procedure);
+      }
       return 'handedToOperators';
     }
     const text = runtime.inputCipher
@@ -104,14 +114,20 @@ export function createCompleter<TContext extends IdemContext>(
   async function runOnce(): Promise<CompleterReport> {
     const report: CompleterReport = { taken: 0, finished: 0, failed: 0, handedToOperators: 0 };
     if (procedures.length === 0) return report;
-    const records = await store.takeOverAbandoned({
-      owner: runtime.owner,
-      leaseMs,
-      limit: batchSize,
-      procedures,
-    });
-    report.taken = records.length;
-    for (const record of records) report[await finish(record)]++;
+    // One record at a time: each is taken (fresh lease) right before its work, never queued under
+    // a lease that runs out while the records before it are worked on.
+    while (report.taken < batchSize) {
+      const [record] = await store.takeOverAbandoned({
+        owner: runtime.owner,
+        leaseMs,
+        limit: 1,
+        procedures,
+        maxTakeovers: runtime.maxTakeovers,
+      });
+      if (!record) break;
+      report.taken++;
+      report[await finish(record)]++;
+    }
     options.onReport?.(report);
     return report;
   }

@@ -10,6 +10,7 @@ import type {
 } from '@trpc/server/unstable-core-do-not-import';
 import {
   DEFAULT_LEASE_MS,
+  DEFAULT_MAX_TAKEOVERS,
   DEFAULT_LOCK_TIMEOUT_MS,
   DEFAULT_REPLAY_WINDOW_MS,
   DEFAULT_RETENTION_MS,
@@ -32,6 +33,7 @@ import { formatIdemError, type IdemErrorShape } from './formatIdemError.js';
 import type { IdemServerEvent } from './IdemServerEvent.js';
 import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
 import type { ReplayStrategy } from './ReplayStrategy.js';
+import { stepsNeedInputCipher } from './stepResultCodec.js';
 import { createCompleter, type Completer, type CompleterOptions } from './createCompleter.js';
 import { createOperationTools, type OperationTools } from './operationTools.js';
 import type { TextCipher } from './aesGcmCipher.js';
@@ -57,6 +59,13 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
   owner?: string;
   /** Milliseconds a 409 in-progress answer asks the client to wait. Defaults to 1000. */
   inProgressRetryAfterMs?: number;
+  /**
+   * The poison cap of external-mode work: a record whose work was taken over this many times (its
+   * worker vanished mid-work, or a lookup was owed), by a client's retry or a completer, goes to
+   * NEEDS_RECONCILIATION (reason `takeover_limit`) at the next takeover instead of running again.
+   * Released keys (transient failures) do not count. Defaults to 5 (`DEFAULT_MAX_TAKEOVERS`).
+   */
+  maxTakeovers?: number;
   /**
    * Encrypts the inputs external-mode procedures store for the completer (they may hold personal
    * data), e.g. `aesGcmCipher(key)`. Defaults to none: inputs are stored as JSON text, readable
@@ -184,6 +193,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     serializer: options.serializer ?? jsonSerializer,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     inProgressRetryAfterMs: options.inProgressRetryAfterMs ?? 1000,
+    maxTakeovers: checkedMaxTakeovers(options.maxTakeovers),
     inputCipher: options.inputCipher ?? null,
     telemetry,
     emit: (event) => {
@@ -233,6 +243,15 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
         'idem: external mode needs a store with recovery support (saveSteps, markUnsettled, ...)',
       );
     }
+    if (
+      resolved.mode === 'external' &&
+      stepsNeedInputCipher(replay.kind) &&
+      runtime.inputCipher === null
+    ) {
+      throw new TypeError(
+        `idem: an external-mode procedure with replay '${replay.kind}' keeps its step results sealed; pass inputCipher (e.g. aesGcmCipher(key)) to createIdempotency`,
+      );
+    }
     const execute = resolved.mode === 'local' ? executeLocal : executeExternal;
     return buildProcedure<TContext, IdemExecution>(t, merged, async (opts) => {
       const job = await prepareJob(runtime, resolved, options.scope, opts);
@@ -259,6 +278,14 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
 }
 
 const identity = (text: string) => text;
+
+function checkedMaxTakeovers(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_TAKEOVERS;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(`createIdempotency: maxTakeovers must be an integer from 0, got ${value}`);
+  }
+  return value;
+}
 
 async function prepareJob<TContext extends IdemContext>(
   runtime: IdemRuntime,
@@ -355,6 +382,7 @@ async function prepareJob<TContext extends IdemContext>(
       fingerprintVersion: FINGERPRINT_VERSION,
       leaseMs: options.leaseMs,
       owner: runtime.owner,
+      maxTakeovers: runtime.maxTakeovers,
     },
     execution: {
       keyHash,

@@ -42,14 +42,23 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
       throw storeUnavailable(job, error);
     }
     if (claim.kind === 'busy') throw inProgress(job);
-    if (claim.kind === 'existing') return answerExisting(job, claim.record);
+    if (claim.kind === 'existing') {
+      if (claim.reconciled) {
+        // The poison cap: this claim's takeover handed the record to an operator.
+        job.runtime.telemetry.reconciliation(claim.reconciled, job.claim.procedure);
+      }
+      return answerExisting(job, claim.record);
+    }
     record = claim.record as RecoveryRecord;
     takeover = claim.takeover;
   }
   if (record.erasedAt && record.irreversibleAt && record.steps === null) {
     // The user's data was erased while an external call may already have happened: its recorded
     // intent is gone, so nothing can tell a re-run from a duplicate. Never re-run blind.
-    await store.markUnsettled({ id: record.id, version: record.version }, 'NEEDS_RECONCILIATION');
+    const fence = { id: record.id, version: record.version };
+    if (await store.markUnsettled(fence, 'NEEDS_RECONCILIATION', 'erased_after_call')) {
+      job.runtime.telemetry.reconciliation('erased_after_call', job.claim.procedure);
+    }
     throw job.reject(
       'IDEMPOTENCY_OUTCOME_UNKNOWN',
       'this operation was erased after an external call began; an operator must reconcile it',
@@ -104,7 +113,13 @@ async function runClaimed(
     } else if (phased.unsettled) {
       // An external call may have happened: never release the key for a blind re-run.
       outcome = 'unsettled';
-      written = await store.markUnsettled(fence, phased.unsettled);
+      written = await store.markUnsettled(fence, phased.unsettled, phased.unsettledReason);
+      if (written && phased.unsettled === 'NEEDS_RECONCILIATION') {
+        job.runtime.telemetry.reconciliation(
+          phased.unsettledReason ?? 'no_lookup',
+          job.claim.procedure,
+        );
+      }
     } else {
       const failure = classifyFailure(result.error, job.options.failures);
       if (failure.kind === 'deterministic') {

@@ -13,6 +13,11 @@ export const SERVER_METRICS = {
   takeovers: 'idem.server.lease_takeovers',
   /** External calls whose outcome became unknown (sent to lookup or reconciliation). */
   unknownOutcomes: 'idem.server.unknown_outcomes',
+  /**
+   * Records moved to NEEDS_RECONCILIATION, by `idem.reconcile_reason` (`takeover_limit`: the
+   * poison cap; `no_lookup`; `erased_after_call`; `input_missing`).
+   */
+  reconciliations: 'idem.server.reconciliations',
   /** Key store failures answered 503. */
   storeErrors: 'idem.server.store_errors',
   /** Rows the reaper deleted. */
@@ -31,6 +36,8 @@ export interface IdemTelemetry {
   claimDuration(ms: number, procedure: string): void;
   requestDuration(ms: number, procedure: string): void;
   reaped(rows: number): void;
+  /** A record was moved to NEEDS_RECONCILIATION for `reason`. */
+  reconciliation(reason: string, procedure: string): void;
   stuck(report: Record<string, number>): void;
   /** Runs `fn` in a span named `name` (a no-op span unless tracing is on and an SDK is set). */
   span<T>(name: string, attributes: Record<string, string>, fn: () => Promise<T>): Promise<T>;
@@ -59,6 +66,9 @@ export function createIdemTelemetry(
   });
   const unknown = meter.createCounter(SERVER_METRICS.unknownOutcomes, {
     description: 'external calls with unknown outcome',
+  });
+  const reconciliations = meter.createCounter(SERVER_METRICS.reconciliations, {
+    description: 'records handed to operators (NEEDS_RECONCILIATION), by reason',
   });
   const storeErrors = meter.createCounter(SERVER_METRICS.storeErrors, {
     description: 'key store failures',
@@ -107,6 +117,8 @@ export function createIdemTelemetry(
     claimDuration: (ms, procedure) => claim.record(ms, { 'idem.procedure': procedure }),
     requestDuration: (ms, procedure) => request.record(ms, { 'idem.procedure': procedure }),
     reaped: (rows) => reaped.add(rows),
+    reconciliation: (reason, procedure) =>
+      reconciliations.add(1, { 'idem.procedure': procedure, 'idem.reconcile_reason': reason }),
     stuck: (report) => {
       lastStuck = { ...report };
     },

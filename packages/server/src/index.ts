@@ -15,7 +15,13 @@ export type {
 } from './idemErrorFormatter.js';
 export { idemResponseMeta } from './idemResponseMeta.js';
 export type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
-export type { ExternalStep, LookupResult, PhaseTools } from './PhasedExecution.js';
+export { defaultCallTimeLimitMs } from './PhasedExecution.js';
+export type {
+  ExternalCallOptions,
+  ExternalStep,
+  LookupResult,
+  PhaseTools,
+} from './PhasedExecution.js';
 export type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
 export { jsonSerializer } from './ResultSerializer.js';
 export type { ResultSerializer } from './ResultSerializer.js';

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { RecoveryStore } from '@idem/contract';
-import type { IdemServerEvent } from '../src/index.js';
+import { hashIdempotencyKey, type IdemServerEvent } from '../src/index.js';
 import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import {
@@ -139,6 +139,39 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
       const refused = await server.call('createTokenOnce', { name: 'o' }, 'k-once');
       expect(refused.status).toBe(409);
       expect(refused.json.error.data.idem.reason).toBe('IDEMPOTENCY_REPLAY_UNAVAILABLE');
+    });
+
+    it('a token returned by an external step is never readable in the table, and a resumed run still gets it', async () => {
+      await using env = await makeEnv();
+      await using server = await paymentsServer(env);
+      const searchTable = () =>
+        env.count(sql`select 1 from idem_records r where r::text like '%tok_secret%'`);
+      for (const [path, key] of [
+        ['issueToken', 'k-issue-enc'],
+        ['issueTokenRedacted', 'k-issue-red'],
+      ] as const) {
+        // The first attempt fails after the token was issued: the step's result is recorded.
+        expect((await server.call(path, { name: 'ci' }, key)).status).toBe(503);
+        expect(await searchTable()).toBe(0);
+        // The retry resumes from that recorded result: the same token, no second issue call.
+        const resumed = await server.call(path, { name: 'ci' }, key);
+        expect(resumed.status).toBe(200);
+        const { operationId } = (await (
+          env.store as unknown as RecoveryStore<unknown>
+        ).readRecovery({ scope: acct, procedure: path, keyHash: hashIdempotencyKey(key) }))!;
+        expect(resumed.json.result.data).toEqual({
+          name: 'ci',
+          token: `tok_secret_${operationId}`,
+        });
+        expect(await searchTable()).toBe(0);
+      }
+      expect(await env.count(sql`select 1 from test_processor_calls where kind = 'issue'`)).toBe(2);
+      // Sealed, not dropped: the steps column holds ciphertext.
+      expect(
+        await env.count(
+          sql`select 1 from idem_records where steps like '%idem:enc:aes256gcm:v1:%'`,
+        ),
+      ).toBe(2);
     });
 
     it('rebuilds a reference replay from the current resource, and says clearly when it was deleted', async () => {

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS, type RecoveryStore } from '@idem/contract';
-import { createReaper, hashIdempotencyKey } from '../src/index.js';
+import { testMeter } from '@idem/testing';
+import { createReaper, hashIdempotencyKey, SERVER_METRICS } from '../src/index.js';
 import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import {
@@ -12,6 +13,11 @@ import {
 import { Gate } from './fixtures/testApp.js';
 
 const LEASE = 10_000;
+/**
+ * When an external call begun now can no longer be in flight: the intent's lease (the call's time
+ * limit, half the lease by default, plus a lease) plus the time limit again. No takeover before.
+ */
+const CALL_SETTLED = LEASE / 2 + LEASE + LEASE / 2;
 const acct = 'acct_recovery';
 const pay = { amount: 700 };
 
@@ -65,6 +71,106 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       expect(record).toEqual({ version: 2, attempts: 2 });
     });
 
+    it('a stale worker, taken over while it waited between a lookup and its call, makes no call', async () => {
+      await using env = await makeEnv();
+      // A charge that failed before it was sent: its intent is recorded, its outcome unknown.
+      await using first = await paymentsServer(env, env.store as never, {
+        fault: { at: 'charge-fails-before-send', how: 'throw' },
+      });
+      expect((await first.call('pay', pay, 'k-stale')).status).toBe(503);
+      // W takes over once that call is settled; its lookup answers "not found"; then W stalls.
+      const gate = new Gate();
+      const wAt = CALL_SETTLED + 1_000;
+      await using stale = await paymentsServer(env, env.storeAt(wAt) as never, {
+        afterLookup: () => gate.opened,
+      });
+      const staleCall = stale.call('pay', pay, 'k-stale');
+      await expect
+        .poll(() => env.count(sql`select 1 from test_processor_calls where kind = 'lookup'`))
+        .toBe(1);
+      // W's lease ran out (W wrote nothing since its takeover): N takes over, looks up, calls.
+      await using later = await paymentsServer(env, env.storeAt(wAt + LEASE + 1_000) as never);
+      const taken = await later.call('pay', pay, 'k-stale');
+      expect(taken.status).toBe(200);
+      // W wakes: the fenced intent before its call matches no row, so it never calls.
+      gate.open();
+      const late = await staleCall;
+      expect(late.status).toBe(409);
+      expect(late.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      expect(await processorCounts(env.count)).toEqual({
+        charges: 1,
+        chargeCalls: 2, // the one that never left, and N's
+        lookups: 2,
+        paid: 1,
+        payments: 1,
+      });
+    });
+
+    it('the poison cap: after maxTakeovers takeovers the next one hands the record to an operator, with its reason, counted', async () => {
+      await using env = await makeEnv();
+      const metrics = testMeter();
+      const maxTakeovers = 2;
+      const gates: Gate[] = [];
+      const stalled: Promise<unknown>[] = [];
+      const servers: AsyncDisposable[] = [];
+      const attempts = async () => {
+        const [row] = await env.db
+          .execute(sql`select attempts from idem_records where scope = ${acct}`)
+          .then(rowsOf);
+        return Number(row?.attempts ?? 0);
+      };
+      try {
+        // The first worker and `maxTakeovers` successors each stall before the charge, and each
+        // successor arrives after the last one's lease ran out.
+        for (let i = 0; i <= maxTakeovers; i++) {
+          const gate = new Gate();
+          gates.push(gate);
+          const server = await paymentsServer(env, env.storeAt(i * (LEASE + 1_000)) as never, {
+            beforeCharge: () => gate.opened,
+            maxTakeovers,
+            meter: metrics.meter,
+          });
+          servers.push(server);
+          stalled.push(server.call('pay', pay, 'k-poison'));
+          await expect.poll(attempts).toBe(i + 1);
+        }
+        const last = await paymentsServer(
+          env,
+          env.storeAt((maxTakeovers + 1) * (LEASE + 1_000)) as never,
+          { maxTakeovers, meter: metrics.meter },
+        );
+        servers.push(last);
+        const refused = await last.call('pay', pay, 'k-poison');
+        expect(refused.status).toBe(409);
+        expect(refused.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
+        const store = env.store as unknown as RecoveryStore<unknown>;
+        const [stuck] = (await store.listStuck({ graceMs: 0, limit: 10 })).filter(
+          (r) => r.scope === acct,
+        );
+        expect(stuck).toMatchObject({
+          state: 'NEEDS_RECONCILIATION',
+          reconcileReason: 'takeover_limit',
+          takeovers: maxTakeovers,
+          leaseOwner: null,
+        });
+        expect((await store.stuckReport({ graceMs: 0 })).needsReconciliation).toBe(1);
+        expect(
+          await metrics.sum(SERVER_METRICS.reconciliations, {
+            'idem.reconcile_reason': 'takeover_limit',
+          }),
+        ).toBe(1);
+        // The stalled workers wake to a record they no longer own: nothing is charged.
+        for (const gate of gates) gate.open();
+        for (const response of (await Promise.all(stalled)) as { status: number }[]) {
+          expect(response.status).toBe(409);
+        }
+        expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 0, paid: 0 });
+      } finally {
+        for (const gate of gates) gate.open();
+        for (const server of servers) await server[Symbol.asyncDispose]();
+      }
+    });
+
     it('a heartbeat extends the lease: a retry after the original lease but inside the extended one is told to wait', async () => {
       await using env = await makeEnv();
       const gate = new Gate();
@@ -105,7 +211,12 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const first = await server.call('pay', pay, 'k-timeout');
       expect(first.status).toBe(503);
       expect(await stateOf(env)).toBe('OUTCOME_UNKNOWN');
-      const retry = await server.call('pay', pay, 'k-timeout');
+      // While the call could still be in flight, a lookup could miss it: the retry is told to wait.
+      const early = await server.call('pay', pay, 'k-timeout');
+      expect(early.status).toBe(409);
+      expect(early.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-timeout');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
         charges: 1,
@@ -123,10 +234,15 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       });
       expect((await server.call('pay', pay, 'k-erased')).status).toBe(503);
       expect(await (env.store as unknown as RecoveryStore<unknown>).eraseScope(acct)).toBe(1);
-      const retry = await server.call('pay', pay, 'k-erased');
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-erased');
       expect(retry.status).toBe(409);
       expect(retry.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
       expect(await stateOf(env)).toBe('NEEDS_RECONCILIATION');
+      const [row] = await env.db
+        .execute(sql`select reconcile_reason from idem_records where scope = ${acct}`)
+        .then(rowsOf);
+      expect(row!.reconcile_reason).toBe('erased_after_call');
       expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1, lookups: 0 });
     });
 
@@ -136,7 +252,8 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         fault: { at: 'charge-fails-before-send', how: 'throw' },
       });
       expect((await server.call('pay', pay, 'k-unsent')).status).toBe(503);
-      const retry = await server.call('pay', pay, 'k-unsent');
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      const retry = await later.call('pay', pay, 'k-unsent');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
         charges: 1,
@@ -167,6 +284,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         keyHash: hashIdempotencyKey('k-manual'),
       }))!;
       expect(record.state).toBe('NEEDS_RECONCILIATION');
+      expect(record.reconcileReason).toBe('no_lookup');
       const body = JSON.stringify({ paymentId: 0, chargeId: 'ch_manual', amount: 700 });
       const window = {
         replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,

@@ -1,6 +1,8 @@
 import {
   DEFAULT_RETENTION_MS,
+  RECONCILIATION_REASONS,
   type AuditEntry,
+  type ReconciliationReason,
   type ClaimInput,
   type ClaimResult,
   type Fence,
@@ -19,7 +21,13 @@ import {
   type TablesRelationalConfig,
 } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import { assertLimit, assertMilliseconds, assertWindows, recordId } from './assertMilliseconds.js';
+import {
+  assertLimit,
+  assertMaxTakeovers,
+  assertMilliseconds,
+  assertWindows,
+  recordId,
+} from './assertMilliseconds.js';
 import { claimKey } from './claimKey.js';
 import { selectLive } from './claimStatements.js';
 import { databaseClock, milliseconds } from './databaseClock.js';
@@ -204,6 +212,9 @@ export class DrizzleIdempotencyStore<
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
     assertMilliseconds('leaseMs', update.leaseMs, 1);
+    if (update.callTimeLimitMs !== undefined) {
+      assertMilliseconds('callTimeLimitMs', update.callTimeLimitMs, 1);
+    }
     return this.#written(recovery.saveSteps(fence, update, this.#clock), tx);
   }
 
@@ -215,19 +226,24 @@ export class DrizzleIdempotencyStore<
   async markUnsettled(
     fence: Fence,
     state: 'OUTCOME_UNKNOWN' | 'NEEDS_RECONCILIATION',
+    reason?: ReconciliationReason,
   ): Promise<boolean> {
     if (!recovery.UNSETTLED.includes(state)) {
       throw new TypeError(
         `markUnsettled moves to ${recovery.UNSETTLED.join(' or ')}, got ${state}`,
       );
     }
-    return this.#written(recovery.markUnsettled(fence, state, this.#clock));
+    if (reason !== undefined && !Object.hasOwn(RECONCILIATION_REASONS, reason)) {
+      throw new TypeError(`markUnsettled: unknown reconciliation reason ${reason}`);
+    }
+    return this.#written(recovery.markUnsettled(fence, state, reason ?? null, this.#clock));
   }
 
   /** No procedures, no records (and no statement). */
   async takeOverAbandoned(options: recovery.TakeOverOptions): Promise<RecoveryRecord[]> {
     assertMilliseconds('leaseMs', options.leaseMs, 1);
     assertLimit('limit', options.limit);
+    if (options.maxTakeovers !== undefined) assertMaxTakeovers(options.maxTakeovers);
     if (options.procedures.length === 0) return [];
     const statement = recovery.takeOverAbandoned(options, this.#clock);
     return (await executeRows<RecordRow>(this.#statements(), statement)).map(toRecoveryRecord);

@@ -22,6 +22,13 @@ export function assertLimit(name: string, value: number): void {
   }
 }
 
+/** Throws a RangeError unless `value` is a takeover cap: an integer from 0 to 2^31 - 1. */
+export function assertMaxTakeovers(value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0 || value > MAX_LIMIT) {
+    throw new RangeError(`maxTakeovers must be an integer from 0 to ${MAX_LIMIT}, got ${value}`);
+  }
+}
+
 /**
  * Throws a TypeError unless `id` is a record id as the store hands it out: a positive decimal
  * bigint. Returns it, to be sent as a parameter and cast to bigint by the statement.

@@ -1,6 +1,6 @@
 import type { ClaimInput, ClaimResult, RecordState } from '@idem/contract';
 import type { SQL } from 'drizzle-orm';
-import { assertMilliseconds } from './assertMilliseconds.js';
+import { assertMaxTakeovers, assertMilliseconds } from './assertMilliseconds.js';
 import { insertOrGetLive, selectLive, supersede, takeOver } from './claimStatements.js';
 import { executeRows, type StatementRunner } from './executeRows.js';
 import { hasSqlState, LOCK_NOT_AVAILABLE } from './hasSqlState.js';
@@ -32,6 +32,7 @@ export async function claimKey(
   clock: SQL,
 ): Promise<ClaimResult> {
   assertMilliseconds('leaseMs', input.leaseMs, 1);
+  if (input.maxTakeovers !== undefined) assertMaxTakeovers(input.maxTakeovers);
   if (input.lockTimeoutMs !== undefined) {
     assertMilliseconds('lockTimeoutMs', input.lockTimeoutMs, 1, MAX_LOCK_TIMEOUT_MS);
   }
@@ -45,14 +46,22 @@ export async function claimKey(
       const lastRound = round === MAX_CLAIM_ROUNDS;
       const sameRequest = row.fingerprint === input.fingerprint;
       const released = row.state === 'RETRYABLE_FAILURE';
-      const leaseRanOut = row.state === 'IN_PROGRESS' && row.lease_expired;
+      const callSettled = !row.takeover_blocked;
+      const leaseRanOut = row.state === 'IN_PROGRESS' && row.lease_expired && callSettled;
       const outcomeUnknown = row.state === 'OUTCOME_UNKNOWN';
       const replayWindowClosed = isReplayable(row.state) && row.replay_expired;
+      if (sameRequest && outcomeUnknown && !callSettled) {
+        // The last owner's call may still be in flight: a lookup now could miss it.
+        return { kind: 'busy' };
+      }
       if (!lastRound && sameRequest && (released || leaseRanOut || outcomeUnknown)) {
         const [taken] = await executeRows<RecordRow>(runner, takeOver(row, input, clock));
         // No row, or a row of nulls (with a lock timeout): another claimer got there first.
         if (taken?.id != null) {
-          return { kind: 'claimed', record: toRecoveryRecord(taken), takeover: true };
+          const record = toRecoveryRecord(taken);
+          return record.state === 'IN_PROGRESS'
+            ? { kind: 'claimed', record, takeover: true }
+            : { kind: 'existing', record, reconciled: 'takeover_limit' };
         }
       } else if (!lastRound && replayWindowClosed) {
         await executeRows(runner, supersede(row, input.lockTimeoutMs, clock));

@@ -1,7 +1,8 @@
-import type { ClaimInput } from '@idem/contract';
+import { DEFAULT_MAX_TAKEOVERS, type ClaimInput } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { milliseconds } from './databaseClock.js';
 import { recordProjection } from './recordProjection.js';
+import { callSettled, takeoverSet } from './recoveryStatements.js';
 import { idemRecords } from './schema.js';
 
 /*
@@ -17,6 +18,13 @@ import { idemRecords } from './schema.js';
  *   outcomeUnknown     state = 'OUTCOME_UNKNOWN': the new owner looks the external call up
  *                      (by operation_id) before anything else. NEEDS_RECONCILIATION is never
  *                      taken over by a claim: only an operator's `resolve` moves it on.
+ *   callSettled        takeover_after IS NULL OR takeover_after <= clock: required by
+ *                      leaseRanOut and outcomeUnknown, so a new owner never looks an external
+ *                      call up while the old owner's call can still be in flight (the timeline
+ *                      is in recoveryStatements.ts). The claim answers `busy` meanwhile.
+ *   takeoverCapped     takeovers >= maxTakeovers, for leaseRanOut and outcomeUnknown: the
+ *                      takeover moves the record to NEEDS_RECONCILIATION instead (the same
+ *                      statement, so the count cannot race), and the claim answers `existing`.
  *   replayWindowClosed state IN ('COMPLETED', 'TERMINAL_FAILURE') AND replay_expires_at <= clock
  *   unchangedSinceRead id = the row read AND version = the version read (the fence)
  *
@@ -141,23 +149,24 @@ export interface ReadRow {
 
 /**
  * Takes over a released key, an expired lease or an unknown outcome for the same request (second
- * timeline above): a new owner and lease, `version` and `attempts` bumped. The stored input,
- * steps and `irreversible_at` stay: the new owner resumes from them. A cleanup time left by an
- * earlier release is cleared (the record is in progress again). Returns the record, or no record
- * when another claimer got there first.
+ * timeline above): a new owner and lease, `version` and `attempts` bumped (and `takeovers`, but
+ * for a released key). The stored input, steps and `irreversible_at` stay: the new owner resumes
+ * from them. A cleanup time left by an earlier release is cleared (the record is in progress
+ * again). Past the cap the record goes to NEEDS_RECONCILIATION instead (`takeoverCapped`).
+ * Returns the record, or no record when another claimer got there first.
  */
 export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
   return withLockTimeout(
     input.lockTimeoutMs,
     (from) => sql`
       UPDATE ${idemRecords} AS r
-      SET state = 'IN_PROGRESS',
-        version = r.version + 1,
-        attempts = r.attempts + 1,
-        lease_owner = ${input.owner}::text,
-        lease_expires_at = ${clock} + ${milliseconds(input.leaseMs)},
-        purge_after = NULL,
-        updated_at = ${clock}
+      SET ${takeoverSet(
+        input.owner,
+        input.leaseMs,
+        input.maxTakeovers ?? DEFAULT_MAX_TAKEOVERS,
+        sql`r.state <> 'RETRYABLE_FAILURE'`,
+        clock,
+      )}
       ${from}
       WHERE r.id = ${row.id}::bigint
         AND r.version = ${row.version}::integer
@@ -165,8 +174,13 @@ export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
         AND r.fingerprint = ${input.fingerprint}::text
         AND (
           r.state = 'RETRYABLE_FAILURE'
-          OR (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= ${clock})
-          OR r.state = 'OUTCOME_UNKNOWN'
+          OR (
+            ${callSettled('r', clock)}
+            AND (
+              (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= ${clock})
+              OR r.state = 'OUTCOME_UNKNOWN'
+            )
+          )
         )
       RETURNING r.*`,
     sql`SELECT ${recordProjection('w', clock)} FROM w`,

@@ -146,6 +146,9 @@ export function resolve(fence: Fence, resolution: Resolution, clock: SQL): SQL {
         version = r.version + 1,
         lease_owner = NULL,
         lease_expires_at = NULL,
+        takeover_after = NULL,
+        takeovers = 0,
+        reconcile_reason = NULL,
         ${outcome},
         updated_at = ${clock}
       FROM target

@@ -1,4 +1,4 @@
-import type { RecordState, RecoveryRecord } from '@idem/contract';
+import type { ReconciliationReason, RecordState, RecoveryRecord } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 
 /**
@@ -32,7 +32,12 @@ export interface RecordRow {
   irreversible_at: Instant | null;
   erased_at: Instant | null;
   superseded_at: Instant | null;
+  takeover_after: Instant | null;
+  takeovers: number;
+  reconcile_reason: ReconciliationReason | null;
   lease_expired: boolean;
+  /** An external call may still be in flight (`takeover_after > clock`): no takeover yet. */
+  takeover_blocked: boolean;
   lease_remaining_ms: number;
   /** The replay window has closed (`replay_expires_at <= clock`): the key is a new request. */
   replay_expired: boolean;
@@ -70,7 +75,11 @@ export function recordProjection(alias: string, clock: SQL): SQL {
     ${c('irreversible_at')} AS irreversible_at,
     ${c('erased_at')} AS erased_at,
     ${c('superseded_at')} AS superseded_at,
+    ${c('takeover_after')} AS takeover_after,
+    ${c('takeovers')} AS takeovers,
+    ${c('reconcile_reason')} AS reconcile_reason,
     coalesce(${c('lease_expires_at')} <= ${clock}, false) AS lease_expired,
+    coalesce(${c('takeover_after')} > ${clock}, false) AS takeover_blocked,
     coalesce(
       greatest(ceil(extract(epoch from ${c('lease_expires_at')} - ${clock}) * 1000), 0),
       0
@@ -124,6 +133,9 @@ export function toRecoveryRecord(row: RecordRow): RecoveryRecord {
     irreversibleAt: toDate(row.irreversible_at),
     erasedAt: toDate(row.erased_at),
     supersededAt: toDate(row.superseded_at),
+    takeoverAfter: toDate(row.takeover_after),
+    takeovers: row.takeovers,
+    reconcileReason: row.reconcile_reason,
     leaseExpired: row.lease_expired,
     leaseRemainingMs: row.lease_remaining_ms,
   };

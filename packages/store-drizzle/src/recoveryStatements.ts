@@ -1,4 +1,4 @@
-import type { Fence } from '@idem/contract';
+import { DEFAULT_MAX_TAKEOVERS, type Fence, type ReconciliationReason } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { recordId } from './assertMilliseconds.js';
 import { milliseconds } from './databaseClock.js';
@@ -8,10 +8,15 @@ import { idemRecords } from './schema.js';
 /*
  * The statements of phased (external-mode) work and of the completer. Every write is fenced:
  *
- *   stillOwned  id = the owner's record AND version = the owner's version AND state = 'IN_PROGRESS'
- *   abandoned   superseded_at IS NULL AND (
- *                 (state = 'IN_PROGRESS' AND lease_expires_at <= clock)  -- the worker is gone
- *                 OR state = 'OUTCOME_UNKNOWN')                          -- a lookup is owed
+ *   stillOwned     id = the owner's record AND version = the owner's version
+ *                  AND state = 'IN_PROGRESS'
+ *   callSettled    takeover_after IS NULL OR takeover_after <= clock: no external call of the
+ *                  record can still be in flight (see `callIntent` below)
+ *   abandoned      superseded_at IS NULL AND callSettled AND (
+ *                    (state = 'IN_PROGRESS' AND lease_expires_at <= clock)  -- the worker is gone
+ *                    OR state = 'OUTCOME_UNKNOWN')                          -- a lookup is owed
+ *   takeoverCapped takeovers >= maxTakeovers: the takeover moves the record to
+ *                  NEEDS_RECONCILIATION (reason 'takeover_limit') instead of handing it out
  *
  * Every change of owner (a claim's takeover, the completer's takeover, cancel, resolve) bumps
  * `version`, so `stillOwned` of the previous owner matches no row from then on.
@@ -25,6 +30,32 @@ import { idemRecords } from './schema.js';
  *                               against C's row: version v + 1, 0 rows. W stops and discards.
  *   C: resumes from W's last committed steps (the phase W was in when it stalled runs again;
  *      an external call whose intent W recorded is looked up, never blindly repeated).
+ *
+ * The intent before an external call (`saveSteps` with `callTimeLimitMs` = T, lease L) is the
+ * fence of the call itself: it runs immediately before every call, the first and one after a
+ * lookup answered "not found" alike, and sets
+ *
+ *   lease_expires_at = clock + T + L        the call (aborted at T) and recording its result fit
+ *   takeover_after   = lease_expires_at + T the call cannot be in flight after this instant
+ *
+ * A stale worker W (it waited before its call, a lookup or a GC pause) and a new owner N:
+ *
+ *   W: takes the record at version v; waits ...
+ *   N: takeover (claim or completer)        W's lease ran out and callSettled: version v + 1
+ *   N: lookup: not found; saveSteps(v + 1, intent)   1 row; N calls
+ *   W: saveSteps(v, intent)                 0 rows (version v + 1): W stops WITHOUT calling
+ *
+ * The same two when W's intent came first:
+ *
+ *   W: saveSteps(v, intent)                 1 row: lease to t + T + L, takeover_after t + 2T + L
+ *   W: calls (aborted at t + T at the latest; a timeout leaves OUTCOME_UNKNOWN, which keeps
+ *      takeover_after)
+ *   N: takeover before t + 2T + L           callSettled is false: 0 rows; a claim answers busy
+ *   N: takeover after t + 2T + L            W's call is over: N's lookup's "not found" means
+ *                                           "not received", so N may call again
+ *
+ * Clearing `takeover_after` when the call's result is recorded (`callSettled: true`) re-opens
+ * takeovers at the lease's end, as for any other step.
  */
 
 /** The fence of an owner's write, for the table aliased `r`. */
@@ -34,14 +65,48 @@ function stillOwned(fence: Fence): SQL {
     AND r.state = 'IN_PROGRESS'`;
 }
 
+/** No external call of the record can still be in flight (see the top of the file). */
+export function callSettled(alias: string, clock: SQL): SQL {
+  const c = (column: string) => sql.raw(`${alias}.${column}`);
+  return sql`(${c('takeover_after')} IS NULL OR ${c('takeover_after')} <= ${clock})`;
+}
+
 /** What the completer may take over, for rows read through `alias` (see the top of the file). */
 function abandoned(alias: string, clock: SQL): SQL {
   const c = (column: string) => sql.raw(`${alias}.${column}`);
   return sql`${c('superseded_at')} IS NULL
+    AND ${callSettled(alias, clock)}
     AND (
       (${c('state')} = 'IN_PROGRESS' AND ${c('lease_expires_at')} <= ${clock})
       OR ${c('state')} = 'OUTCOME_UNKNOWN'
     )`;
+}
+
+/**
+ * The SET list of a takeover of abandoned work by `owner` (table aliased `r`), with the poison
+ * cap decided in the same statement: a record already taken over `maxTakeovers` times goes to
+ * NEEDS_RECONCILIATION, owned by nobody, instead. `counts` says whether this takeover counts
+ * (false for a released key, which is not abandoned work).
+ */
+export function takeoverSet(
+  owner: string,
+  leaseMs: number,
+  maxTakeovers: number,
+  counts: SQL,
+  clock: SQL,
+): SQL {
+  const capped = sql`(${counts} AND r.takeovers >= ${maxTakeovers}::integer)`;
+  return sql`state = CASE WHEN ${capped} THEN 'NEEDS_RECONCILIATION' ELSE 'IN_PROGRESS' END,
+        version = r.version + 1,
+        attempts = CASE WHEN ${capped} THEN r.attempts ELSE r.attempts + 1 END,
+        takeovers = CASE WHEN ${capped} OR NOT ${counts} THEN r.takeovers
+          ELSE r.takeovers + 1 END,
+        reconcile_reason = CASE WHEN ${capped} THEN 'takeover_limit' ELSE NULL END,
+        lease_owner = CASE WHEN ${capped} THEN NULL ELSE ${owner}::text END,
+        lease_expires_at = CASE WHEN ${capped} THEN NULL
+          ELSE ${clock} + ${milliseconds(leaseMs)} END,
+        purge_after = NULL,
+        updated_at = ${clock}`;
 }
 
 /** What `saveSteps` writes. */
@@ -50,6 +115,10 @@ export interface StepsUpdate {
   recoveryPoint: string | null;
   leaseMs: number;
   irreversible?: boolean;
+  /** The intent right before an external call with this time limit (see the top of the file). */
+  callTimeLimitMs?: number;
+  /** The external call's result is recorded: clears `takeover_after`. */
+  callSettled?: boolean;
 }
 
 /**
@@ -62,20 +131,36 @@ export function saveSteps(fence: Fence, update: StepsUpdate, clock: SQL): SQL {
     update.irreversible === true
       ? sql`coalesce(r.irreversible_at, ${clock})`
       : sql`r.irreversible_at`;
+  const call = update.callTimeLimitMs;
+  const leaseEnd =
+    call === undefined
+      ? sql`${clock} + ${milliseconds(update.leaseMs)}`
+      : sql`${clock} + ${milliseconds(call + update.leaseMs)}`;
+  const takeoverAfter =
+    call !== undefined
+      ? sql`${clock} + ${milliseconds(2 * call + update.leaseMs)}`
+      : update.callSettled === true
+        ? sql`NULL`
+        : sql`r.takeover_after`;
   return sql`UPDATE ${idemRecords} AS r
     SET steps = ${update.steps}::text,
       recovery_point = ${update.recoveryPoint}::text,
       irreversible_at = ${irreversibleAt},
-      lease_expires_at = ${clock} + ${milliseconds(update.leaseMs)},
+      lease_expires_at = ${leaseEnd},
+      takeover_after = ${takeoverAfter},
       updated_at = ${clock}
     WHERE ${stillOwned(fence)}
     RETURNING r.id::text AS id`;
 }
 
-/** Heartbeat: the owner's lease ends `leaseMs` from now. Returns the id when the fence held. */
+/**
+ * Heartbeat: the owner's lease ends `leaseMs` from now, or later if it already did (a heartbeat
+ * never shortens the lease an intent extended over its call). Returns the id when the fence held.
+ */
 export function extendLease(fence: Fence, leaseMs: number, clock: SQL): SQL {
   return sql`UPDATE ${idemRecords} AS r
-    SET lease_expires_at = ${clock} + ${milliseconds(leaseMs)}, updated_at = ${clock}
+    SET lease_expires_at = greatest(r.lease_expires_at, ${clock} + ${milliseconds(leaseMs)}),
+      updated_at = ${clock}
     WHERE ${stillOwned(fence)}
     RETURNING r.id::text AS id`;
 }
@@ -85,11 +170,18 @@ export const UNSETTLED = ['OUTCOME_UNKNOWN', 'NEEDS_RECONCILIATION'] as const;
 
 /**
  * Moves the owner's record to an unsettled state and drops the lease. No cleanup time: the reaper
- * never deletes an unsettled record, whatever its age. Returns the id when the fence held.
+ * never deletes an unsettled record, whatever its age. `takeover_after` stays: a lookup never
+ * runs while the call can still be in flight. Returns the id when the fence held.
  */
-export function markUnsettled(fence: Fence, state: (typeof UNSETTLED)[number], clock: SQL): SQL {
+export function markUnsettled(
+  fence: Fence,
+  state: (typeof UNSETTLED)[number],
+  reason: ReconciliationReason | null,
+  clock: SQL,
+): SQL {
   return sql`UPDATE ${idemRecords} AS r
     SET state = ${state}::text,
+      reconcile_reason = ${state === 'NEEDS_RECONCILIATION' ? reason : null}::text,
       lease_owner = NULL,
       lease_expires_at = NULL,
       purge_after = NULL,
@@ -104,12 +196,16 @@ export interface TakeOverOptions {
   leaseMs: number;
   limit: number;
   procedures: readonly string[];
+  /** Defaults to `DEFAULT_MAX_TAKEOVERS`. */
+  maxTakeovers?: number;
 }
 
 /**
  * The completer's takeover, one statement: picks at most `limit` abandoned records of
  * `procedures`, oldest first (by lease expiry for IN_PROGRESS, by last change for
- * OUTCOME_UNKNOWN), and hands each to `owner` with a fresh lease, `version` and `attempts` bumped.
+ * OUTCOME_UNKNOWN), and hands each to `owner` with a fresh lease, `version`, `attempts` and
+ * `takeovers` bumped; or, past the cap (`takeoverCapped`), moves it to NEEDS_RECONCILIATION.
+ * The completer asks for one record at a time and finishes it before asking again.
  *
  * Two completers A and B on the same abandoned rows:
  *
@@ -140,13 +236,13 @@ export function takeOverAbandoned(options: TakeOverOptions, clock: SQL): SQL {
     ),
     taken AS (
       UPDATE ${idemRecords} AS r
-      SET state = 'IN_PROGRESS',
-        version = r.version + 1,
-        attempts = r.attempts + 1,
-        lease_owner = ${options.owner}::text,
-        lease_expires_at = ${clock} + ${milliseconds(options.leaseMs)},
-        purge_after = NULL,
-        updated_at = ${clock}
+      SET ${takeoverSet(
+        options.owner,
+        options.leaseMs,
+        options.maxTakeovers ?? DEFAULT_MAX_TAKEOVERS,
+        sql`true`,
+        clock,
+      )}
       FROM picked
       WHERE r.id = picked.id AND ${abandoned('r', clock)}
       RETURNING r.*, picked.since

@@ -96,6 +96,17 @@ export const idemRecords = pgTable(
     irreversibleAt: timestamptz('irreversible_at'),
     /** When `eraseScope` cleared the response, input and steps. */
     erasedAt: timestamptz('erased_at'),
+    /**
+     * Set by the intent write before an external call: the instant after which that call can no
+     * longer be in flight (the lease it extended, plus the call's time limit). No takeover, by a
+     * claim or the completer, before it: a new owner's lookup would race the call. Cleared when
+     * the step is recorded done; kept by `markUnsettled`.
+     */
+    takeoverAfter: timestamptz('takeover_after'),
+    /** Takeovers of abandoned work (expired lease, unknown outcome), by claims and completers. */
+    takeovers: integer('takeovers').notNull().default(0),
+    /** Why the record went to NEEDS_RECONCILIATION (a `ReconciliationReason`); null otherwise. */
+    reconcileReason: text('reconcile_reason'),
   },
   (t) => [
     check('idem_records_state_check', sql`${t.state} IN (${literalList(RECORD_STATES)})`),

@@ -14,6 +14,7 @@ import { REAPABLE, RECORD_STATES } from '../src/schema.js';
 const SHIPPED = {
   '0000_idem_records.sql': '5cc200b733b2f21a75962d0e5c6620cf117e09d6bc9a7cd73a660d49a7ecc44f',
   '0001_recovery_audit.sql': '8c9ed2926cbcae7fb89cbea76e9aa6fec59f39562c257d28eb64e4ae2fad2142',
+  '0002_takeover_fence.sql': 'aa520524d6f38382b7f06286c2c5b4a962b7edd6db385baba112f12473fd1d14',
 };
 
 function shippedSql(): string {

@@ -4,6 +4,7 @@ import { claimCases } from './conformance/claimCases.js';
 import { clockCases } from './conformance/clockCases.js';
 import { operatorCases } from './conformance/operatorCases.js';
 import { recoveryCases } from './conformance/recoveryCases.js';
+import { takeoverFenceCases } from './conformance/takeoverFenceCases.js';
 import { transactionCases } from './conformance/transactionCases.js';
 import { workerCases } from './conformance/workerCases.js';
 
@@ -16,6 +17,7 @@ export function storeConformance<TTx>(target: () => ConformanceTarget<TTx>): voi
   clockCases(target);
   transactionCases(target);
   recoveryCases(target);
+  takeoverFenceCases(target);
   workerCases(target);
   cancelCases(target);
   operatorCases(target);

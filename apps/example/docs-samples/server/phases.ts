@@ -24,12 +24,11 @@ const payments = pgTable('payments', {
   chargeId: text('charge_id'),
 });
 declare const processor: {
-  charge(request: {
-    idempotencyKey: string;
-    orderId: string;
-    amountCents: number;
-  }): Promise<{ id: string }>;
-  findCharge(operationId: string): Promise<{ id: string } | null>;
+  charge(
+    request: { idempotencyKey: string; orderId: string; amountCents: number },
+    options: { signal: AbortSignal },
+  ): Promise<{ id: string }>;
+  findCharge(operationId: string, options: { signal: AbortSignal }): Promise<{ id: string } | null>;
 };
 
 // ---- verbatim from docs/server.md: External mode ----
@@ -45,13 +44,16 @@ const pay = authed
         .returning();
       return { id: row!.id };
     });
-    // an external call: the intent is recorded before the call; operationId goes downstream
+    // an external call: the intent is recorded before the call; operationId goes downstream,
+    // and `signal` fires at the step's time limit (`timeoutMs`, here half the 30 s lease)
     const charge = await ctx.idem.external('charge', {
-      call: (operationId) => processor.charge({ idempotencyKey: operationId, ...input }),
-      lookup: async (operationId) => {
-        const found = await processor.findCharge(operationId);
+      call: (operationId, { signal }) =>
+        processor.charge({ idempotencyKey: operationId, ...input }, { signal }),
+      lookup: async (operationId, { signal }) => {
+        const found = await processor.findCharge(operationId, { signal });
         return found ? { found: true, result: found } : { found: false };
       },
+      timeoutMs: 15_000,
     });
     return ctx.idem.phase('record', async (tx) => {
       await tx

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
   ATTEMPT_HEADER,
   IDEMPOTENCY_KEY_HEADER,
@@ -23,10 +23,11 @@ export interface IdemRequest {
   /** `Date.now()` when the request reached `createContext`; anchors {@link timeoutMs}. */
   readonly receivedAt: number;
   /**
-   * What idem asks of the response: headers, and a status for 202 answers.
+   * What idem asks of the response: headers, and a status for 202 answers. Written straight to
+   * the response when {@link idemContext} got the adapter's options; else
    * {@link idemResponseMeta} applies them.
    */
-  readonly response: { headers: Map<string, string>; status?: number };
+  readonly response: IdemResponse;
   /**
    * Set only by the completer: the record it took over, to resume without a claim. Never set it
    * from a request.
@@ -39,20 +40,52 @@ export interface IdemContext {
   idemRequest: IdemRequest;
 }
 
+/** The headers and status idem asks of one response. */
+export interface IdemResponse {
+  headers: Map<string, string>;
+  status?: number;
+  /**
+   * Which of them already went straight to the response (set by {@link idemContext} when it got
+   * the adapter's options), so {@link idemResponseMeta} does not send them twice.
+   */
+  readonly written?: { headers: boolean; status: boolean };
+}
+
 /** Request headers as either tRPC adapter hands them out. */
 export type IdemHeaderSource = Headers | IncomingMessage | IncomingHttpHeaders;
 
 /**
- * Reads idem's request headers for your `createContext`.
+ * The options tRPC passes to `createContext`: `{ req, res }` from the standalone, node-http and
+ * express adapters, `{ req, resHeaders }` from the fetch adapter. Given these, idem writes its
+ * response headers itself.
+ */
+export type IdemAdapterOptions =
+  { req: IncomingMessage; res: ServerResponse } | { req: Request; resHeaders: Headers };
+
+/** What {@link idemContext} reads: the adapter's `createContext` options (best), or the request. */
+export type IdemContextSource = IdemAdapterOptions | IdemHeaderSource;
+
+/**
+ * Reads idem's request headers for your `createContext`. Pass the adapter's options as they come:
+ * idem then sets `Idempotent-Replayed` and `Retry-After` on the response itself (and the 202 of
+ * accepted work, on node), with no `responseMeta` needed.
  *
  * @example
- * // fetch adapter
- * createContext: ({ req }) => ({ ...idemContext(req.headers), user: await auth(req) })
- * // standalone / node http adapter: pass the request itself, so repeated headers stay apart
- * createContext: ({ req }) => ({ ...idemContext(req), user: await auth(req) })
+ * // standalone / node-http / express adapters, and the fetch adapter alike
+ * createContext: (opts) => ({ ...idemContext(opts), user: await auth(opts.req) })
+ *
+ * Other adapters (fastify, lambda): pass the request or its headers, and add
+ * `responseMeta: idemResponseMeta`, which then carries idem's headers.
  */
-export function idemContext(source: IdemHeaderSource): IdemContext {
-  const read = headerReader(source);
+export function idemContext(source: IdemContextSource): IdemContext {
+  const adapter = adapterOptions(source);
+  const read = headerReader(
+    adapter
+      ? adapter.req.headers instanceof Headers
+        ? adapter.req.headers
+        : (adapter.req as IncomingMessage)
+      : (source as IdemHeaderSource),
+  );
   const attempt = toInteger(read(ATTEMPT_HEADER)[0]);
   const timeout = toInteger(read(TIMEOUT_HEADER)[0]);
   return {
@@ -62,8 +95,48 @@ export function idemContext(source: IdemHeaderSource): IdemContext {
       attempt: attempt !== null && attempt >= 1 ? attempt : null,
       timeoutMs: timeout !== null && timeout >= 0 ? timeout : null,
       receivedAt: Date.now(),
-      response: { headers: new Map() },
+      response: adapter ? writeThrough(adapter) : { headers: new Map() },
     },
+  };
+}
+
+function adapterOptions(source: IdemContextSource): IdemAdapterOptions | null {
+  if (typeof Headers !== 'undefined' && source instanceof Headers) return null;
+  const candidate = source as Partial<Record<'req' | 'res' | 'resHeaders', unknown>>;
+  if (typeof candidate.req !== 'object' || candidate.req === null) return null;
+  if (typeof Headers !== 'undefined' && candidate.resHeaders instanceof Headers) {
+    return source as IdemAdapterOptions;
+  }
+  const res = candidate.res as Partial<ServerResponse> | undefined;
+  return typeof res?.setHeader === 'function' ? (source as IdemAdapterOptions) : null;
+}
+
+/**
+ * A response whose headers (and, on node, status) go straight to the adapter's response. Node:
+ * tRPC keeps a status a procedure set (it only replaces 200). Fetch: `resHeaders` are merged into
+ * the response; its status needs `responseMeta`.
+ */
+function writeThrough(adapter: IdemAdapterOptions): IdemResponse {
+  const node = 'res' in adapter ? adapter.res : null;
+  const fetchHeaders = 'resHeaders' in adapter ? adapter.resHeaders : null;
+  class WriteThroughHeaders extends Map<string, string> {
+    override set(name: string, value: string): this {
+      if (node && !node.headersSent) node.setHeader(name, value);
+      fetchHeaders?.set(name, value);
+      return super.set(name, value);
+    }
+  }
+  let status: number | undefined;
+  return {
+    headers: new WriteThroughHeaders(),
+    get status() {
+      return status;
+    },
+    set status(value) {
+      status = value;
+      if (node && value !== undefined && !node.headersSent) node.statusCode = value;
+    },
+    written: { headers: true, status: node !== null },
   };
 }
 

@@ -6,7 +6,14 @@ export type {
   IdemProcedureOptions,
 } from './createIdempotency.js';
 export { idemContext } from './idemContext.js';
-export type { IdemContext, IdemHeaderSource, IdemRequest } from './idemContext.js';
+export type {
+  IdemAdapterOptions,
+  IdemContext,
+  IdemContextSource,
+  IdemHeaderSource,
+  IdemRequest,
+  IdemResponse,
+} from './idemContext.js';
 export { idemResponseMeta } from './idemResponseMeta.js';
 export type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 export type { ExternalStep, LookupResult, PhaseTools } from './PhasedExecution.js';
@@ -30,5 +37,5 @@ export { formatIdemError } from './formatIdemError.js';
 export type { IdemErrorShape } from './formatIdemError.js';
 export { IdemRequestError, isIdemRequestError } from './IdemRequestError.js';
 export { retryUnsafe } from './retryUnsafe.js';
-export { assertRouterDecided, auditRouter } from './auditRouter.js';
-export type { AuditedMutation, RouterAudit } from './auditRouter.js';
+export { assertRouterDecided, auditRouter, describeAuditFindings } from './auditRouter.js';
+export type { AuditedMutation, MisplacedIdempotency, RouterAudit } from './auditRouter.js';

@@ -91,4 +91,4 @@ export const handler = (req: Request) =>
 import { assertRouterDecided, auditRouter } from '@idem/server';
 
 it('every mutation is decided', () => assertRouterDecided(appRouter));
-console.table(auditRouter(appRouter).mutations);
+console.table((await auditRouter(appRouter)).mutations);

@@ -15,15 +15,11 @@ const APP_DIR = fileURLToPath(new URL('..', import.meta.url));
 it('the demo shows the guarantee holding and exits 0', { timeout: 120_000 }, async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'idem-demo-'));
   onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }));
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@idem/source', '--import', 'tsx', 'src/demo/start.ts'],
-    {
-      cwd: APP_DIR,
-      env: { ...process.env, IDEM_EXAMPLE_DATA_DIR: dataDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/demo/start.ts'], {
+    cwd: APP_DIR,
+    env: { ...process.env, IDEM_EXAMPLE_DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

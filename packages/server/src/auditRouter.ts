@@ -59,6 +59,20 @@ function misplacement(def: ProcedureDef): string | null {
 }
 
 /**
+ * The procedures of a router's loaded part where idem is misplaced, without loading `lazy()`
+ * routers: synchronous, for start-up checks (the completer runs it when it is created).
+ */
+export function findMisplacedIdempotency(router: AnyTRPCRouter): MisplacedIdempotency[] {
+  const procedures = router._def.procedures as Record<string, { _def: ProcedureDef }>;
+  return Object.entries(procedures)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([path, procedure]) => {
+      const problem = misplacement(procedure._def);
+      return problem ? [{ path, problem }] : [];
+    });
+}
+
+/**
  * Lists every mutation of a router (loading its `lazy()` routers) and whether it is idempotent,
  * deliberately retry-unsafe, or undecided, and every procedure where idem is misplaced. Fail CI
  * on `undecided` and `misplaced`, so no new endpoint ships without a decision; `idem-admin audit`
@@ -79,10 +93,7 @@ export async function auditRouter(router: AnyTRPCRouter): Promise<RouterAudit> {
           : 'undecided';
       return { path, decision } as const;
     });
-  const misplaced = entries.flatMap(([path, procedure]) => {
-    const problem = misplacement(procedure._def);
-    return problem ? [{ path, problem }] : [];
-  });
+  const misplaced = findMisplacedIdempotency(router);
   return {
     mutations,
     undecided: mutations.filter((m) => m.decision === 'undecided').map((m) => m.path),

@@ -57,7 +57,7 @@ test('an idempotent procedure carries data.idem in its error shape; others do no
 test('idem refuses a context without idemContext()', () => {
   createIdempotency({
     store: {} as IdempotencyStore<FakeTx>,
-    // @ts-expect-error the context must include IdemContext (spread idemContext(req) into it)
+    // @ts-expect-error the context must include IdemContext (spread idemContext(opts) into it)
     scope: (ctx: { account: string }) => ctx.account,
   });
 });

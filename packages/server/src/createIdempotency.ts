@@ -30,6 +30,7 @@ import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from '.
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
 import { idemTRPCError } from './IdemRequestError.js';
 import { markIdemMiddleware } from './idemMiddlewareMark.js';
+import { findMisplacedIdempotency } from './auditRouter.js';
 import { formatIdemError, type IdemErrorShape } from './formatIdemError.js';
 import type { IdemServerEvent } from './IdemServerEvent.js';
 import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
@@ -283,8 +284,17 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   };
   return {
     procedure,
-    completer: (completerOptions: CompleterOptions<TContext>) =>
-      createCompleter(runtime, completerOptions),
+    completer: (completerOptions: CompleterOptions<TContext>) => {
+      // Start-up is the first moment idem sees the router: refuse a misplaced idem.procedure()
+      // here rather than answer 500 to every call of it.
+      const misplaced = findMisplacedIdempotency(completerOptions.router);
+      if (misplaced.length > 0) {
+        throw new TypeError(
+          `idem: ${misplaced.map(({ path, problem }) => `${path}: ${problem}`).join('; ')}`,
+        );
+      }
+      return createCompleter(runtime, completerOptions);
+    },
     ...createOperationTools(runtime, scopesOf),
   } as Idempotency<TContext, TTx>;
 }
@@ -315,7 +325,7 @@ async function prepareJob<TContext extends IdemContext>(
     throw new TRPCError({
       code: 'INTERNAL_SERVER_ERROR',
       message:
-        'idem: ctx.idemRequest is missing: spread idemContext(req) into your createContext result',
+        'idem: ctx.idemRequest is missing: spread idemContext(opts) into your createContext result',
     });
   }
   const base = await scopeOf(ctx);

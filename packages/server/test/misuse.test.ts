@@ -141,6 +141,24 @@ describe('misplaced idem never answers wrongly', () => {
     expect(calls).toBe(0);
   });
 
+  it('the completer refuses, at start-up, a router where idem is misplaced', async () => {
+    await using env = await pgliteEnv();
+    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const misplaced = t.router({
+      read: t.procedure.concat(idem.procedure()).query(() => 1),
+      ok: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure({ mode: 'external' }))
+        .mutation(() => 1),
+    });
+    const createContext = () => ({ ...idemContext(new Headers()), account: 'acct_x' });
+    expect(() => idem.completer({ router: misplaced, createContext })).toThrow(
+      /read: idem\.procedure\(\) on a query: only mutations take idempotency keys; make it a mutation or drop idem\.procedure\(\)/,
+    );
+    const fixed = t.router({ ok: misplaced.ok });
+    expect(() => idem.completer({ router: fixed, createContext })).not.toThrow();
+  });
+
   it('idem on a query: every call fails, naming the fix (auditRouter reports it before)', async () => {
     await using env = await pgliteEnv();
     const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });

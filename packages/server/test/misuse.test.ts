@@ -20,6 +20,7 @@ import {
 } from '../src/index.js';
 import { pgliteEnv } from './fixtures/databases.js';
 import { post } from './fixtures/httpHarness.js';
+import { createPaymentsApp } from './fixtures/paymentsApp.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
 
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
@@ -88,6 +89,24 @@ describe('idem headers without responseMeta', () => {
       expect((await Promise.all(both)).map((r) => r.status).sort()).toEqual([200, 409]);
     },
   );
+
+  it('standalone adapter without responseMeta: accepted work still answers 202', async () => {
+    await using env = await pgliteEnv();
+    const app = createPaymentsApp(env.db, env.store as never);
+    const url = await serveWith(app.router, { responseMeta: false });
+    const acct = account();
+    const first = await post(url, 'payLater', { amount: 900 }, { key: 'later', account: acct });
+    expect(first.status).toBe(202);
+    const { operationId } = first.json.result.data;
+    const ctx = { account: acct } as never;
+    // Let the background work finish before the database closes.
+    await expect
+      .poll(async () => (await app.idem.operationStatus(ctx, operationId))?.state)
+      .toBe('COMPLETED');
+    const again = await post(url, 'payLater', { amount: 900 }, { key: 'later', account: acct });
+    expect(again.status).toBe(202);
+    expect(again.json.result.data.operationId).toBe(operationId);
+  });
 
   it('fetch adapter: the header once, with or without responseMeta', async () => {
     await using env = await pgliteEnv();

@@ -142,6 +142,8 @@ describe.skipIf(!available)("the README's Usage as a new workspace package", () 
 
       mustRun('pnpm', ['install', '--offline', '--no-frozen-lockfile'], ROOT);
       mustRun(join(dir, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], dir);
+      // The operator CLI runs from the new package too, with nothing built.
+      expect(mustRun('pnpm', ['exec', 'idem-admin', '--help'], dir).stdout).toContain('audit');
 
       const port = await freePort();
       const env = { DATABASE_URL: database.url, PORT: String(port) };

@@ -90,6 +90,20 @@ test('idem.procedure() goes after .input(): the other order does not compile', (
   // A second object .input() merged in after idem still compiles (tRPC merges object inputs);
   // idem refuses it at run time before the handler runs, and auditRouter reports it.
 
+  // Inputs written before idem keep their exact types: optional objects and primitives too.
+  t.procedure
+    .input(CreateOrder.optional())
+    .concat(idem.procedure())
+    .mutation(({ input }) => {
+      expectTypeOf(input).toEqualTypeOf<{ cartId: string; quantity: number } | undefined>();
+    });
+  t.procedure
+    .input(z.string())
+    .concat(idem.procedure())
+    .mutation(({ input }) => {
+      expectTypeOf(input).toEqualTypeOf<string>();
+    });
+
   // A mutation without input stays possible: its fingerprint is the same for every call.
   const noInput = t.procedure.concat(idem.procedure()).mutation(() => 1);
   expectTypeOf(noInput).toBeFunction();

@@ -1,8 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  resolve: { conditions: ['@idem/source', 'module', 'node', 'import', 'default'] },
-  ssr: { resolve: { conditions: ['@idem/source', 'node', 'import', 'default'] } },
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,

@@ -21,8 +21,8 @@ describe('the example app', () => {
       log,
       leaseMs: 3_000,
     });
-    assertRouterDecided(router);
-    expect(auditRouter(router).mutations).toMatchObject([
+    await assertRouterDecided(router);
+    expect((await auditRouter(router)).mutations).toMatchObject([
       { path: 'orders.create', decision: 'idempotent' },
       { path: 'payments.create', decision: 'idempotent' },
     ]);

@@ -1,5 +1,6 @@
 /**
- * Every TypeScript sample in the docs (docs/*.md and the README) appears in a file under
+ * Every TypeScript sample in the docs (docs/*.md and the README, except the README's Usage, which
+ * packages/tests runs as a program) appears in a file under
  * apps/example/docs-samples/, which `pnpm typecheck` compiles: a sample that no longer compiles,
  * or that was edited in the docs only, fails CI. The shell samples are run by contract.test.ts.
  *
@@ -53,8 +54,14 @@ const normalize = (code: string) =>
 const samples = sampleFiles(SAMPLES).map((file) => normalize(readFileSync(file, 'utf8')));
 
 describe('every TypeScript sample in the docs is compiled from docs-samples/', () => {
+  // The README's Usage blocks (first line `// server.ts`, `// client.ts`) are a whole program:
+  // packages/tests/test/readmeUsage.test.ts installs, typechecks and runs them as they stand.
+  const runAsProgram = (doc: string, code: string) =>
+    doc === 'README.md' && /^\/\/ [\w.-]+\.ts\b/.test(code);
   const cases = docs.flatMap((doc) =>
-    tsBlocks(readFileSync(join(ROOT, doc), 'utf8')).map((block) => ({ doc, ...block })),
+    tsBlocks(readFileSync(join(ROOT, doc), 'utf8'))
+      .filter(({ code }) => !runAsProgram(doc, code))
+      .map((block) => ({ doc, ...block })),
   );
 
   it('finds the samples', () => {

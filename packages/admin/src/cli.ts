@@ -3,19 +3,25 @@
  * idem-admin: operator tools for idempotency records on PostgreSQL (DATABASE_URL).
  * Every command prints JSON. Bodies and inputs hold user data: shown only with --show-bodies.
  */
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createPostgresJsStore } from '@idem/store-drizzle/postgres-js';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
+import { describeAuditFindings } from '@idem/server';
 import { adminCommands, viewRecord } from './adminCommands.js';
+import { auditModule } from './auditModule.js';
 
-const usage = `usage: idem-admin <command> [options]   (DATABASE_URL must be set)
+const usage = `usage: idem-admin <command> [options]
+  audit <module> [--export name]   exits 1 when a mutation of the router the module exports is
+                                   undecided or idem is misplaced (lazy() routers included)
+record commands (DATABASE_URL must be set):
   show <operationId> [--show-bodies]
   find --scope S --procedure P (--key K | --key-hash H) [--show-bodies]
   stuck [--grace-ms 300000] [--limit 50]
   resolve <operationId> --state COMPLETED|TERMINAL_FAILURE|RETRYABLE_FAILURE --actor A --note N
           [--status 200 --body '<response body as sent>']
-  audit <operationId>
+  history <operationId>            the audit rows of a record (resolutions by hand)
   reap [--limit 500]
   erase --scope S`;
 
@@ -34,6 +40,7 @@ const { positionals, values } = parseArgs({
     status: { type: 'string' },
     body: { type: 'string' },
     'show-bodies': { type: 'boolean', default: false },
+    export: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -51,15 +58,36 @@ function required(name: keyof typeof values): string {
 const [command, argument] = positionals;
 if (values.help || !command) {
   process.stdout.write(`${usage}\n`);
-  process.exit(command ? 0 : 2);
+  process.exit(values.help ? 0 : 2);
 }
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+if (command === 'audit') {
+  const file = argument ?? fail('give the module that exports your router');
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(file) && !existsSync(file)) {
+    fail(
+      `audit takes a module; the audit rows of operation ${file} are: idem-admin history ${file}`,
+    );
+  }
+  let audit;
+  try {
+    audit = await auditModule(file, values.export);
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error));
+  }
+  print(audit);
+  const findings = describeAuditFindings(audit);
+  for (const line of findings) process.stderr.write(`idem-admin audit: ${line}\n`);
+  // exit() rather than return: the module may have opened handles (a pool, a timer).
+  process.exit(findings.length > 0 ? 1 : 0);
+}
+
 const url = process.env.DATABASE_URL;
 if (!url) fail('DATABASE_URL is not set');
 
 const client = postgres(url, { max: 2, onnotice: () => {} });
 const admin = adminCommands(createPostgresJsStore(drizzle(client)) as never);
 const show = values['show-bodies'];
-const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
 try {
   switch (command) {
@@ -111,7 +139,7 @@ try {
       print({ resolved: argument, state });
       break;
     }
-    case 'audit':
+    case 'history':
       print(await admin.audit(argument ?? fail('give the operation id')));
       break;
     case 'reap':

@@ -13,13 +13,9 @@ const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const available = await postgresAvailable();
 
 async function admin(url: string, ...args: string[]) {
-  const { stdout } = await run(
-    process.execPath,
-    ['--conditions=@idem/source', '--import', 'tsx', cli, ...args],
-    {
-      env: { ...process.env, DATABASE_URL: url },
-    },
-  );
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', cli, ...args], {
+    env: { ...process.env, DATABASE_URL: url },
+  });
   return JSON.parse(stdout);
 }
 
@@ -102,7 +98,7 @@ describe.skipIf(!available)('idem-admin', () => {
         '{"chargeId":"ch_9"}',
       );
       expect(resolved).toEqual({ resolved: operationId, state: 'COMPLETED' });
-      const audit = await admin(database.url, 'audit', operationId);
+      const audit = await admin(database.url, 'history', operationId);
       expect(audit).toMatchObject([
         {
           actor: 'ops@example',

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Job, JobResult } from './jobs.js';
 
 /** Run TypeScript sources of the workspace directly, as the tests do. */
-const EXEC_ARGV = ['--conditions=@idem/source', '--import', 'tsx'];
+const EXEC_ARGV = ['--import', 'tsx'];
 const children = new Set<ChildProcess>();
 // However the orchestrator ends, it leaves no process behind.
 process.on('exit', () => {

@@ -32,15 +32,7 @@ async function smoke(db: 'pglite' | 'postgres'): Promise<BenchReport> {
     const env = { ...process.env, DATABASE_URL: db === 'postgres' ? adminUrl() : '' };
     await promisify(execFile)(
       process.execPath,
-      [
-        '--conditions=@idem/source',
-        '--import',
-        'tsx',
-        cli,
-        '--smoke',
-        `--db=${db}`,
-        `--out=${out}`,
-      ],
+      ['--import', 'tsx', cli, '--smoke', `--db=${db}`, `--out=${out}`],
       { env, timeout: 80_000, maxBuffer: 16 * 2 ** 20 },
     ).catch((error: Error & { stderr?: string; stdout?: string }) => {
       // The bench reports a failed section on stderr and in the JSON; show both.

@@ -24,6 +24,37 @@ type PathsIn<TRecord, TPrefix extends string> = {
       : never;
 }[keyof TRecord & string];
 
+/** The type (`'query'`, `'subscription'`) of a non-mutation that carries idem's error shape. */
+type MisplacedIdemType<TProcedure> = TProcedure extends {
+  _def: { type: infer $Type extends string; $types: { errorShape: infer $Shape } };
+}
+  ? $Type extends 'mutation'
+    ? never
+    : [Extract<$Shape, IdemErrorShapeMarker>] extends [never]
+      ? never
+      : $Type
+  : never;
+
+type MisplacedIn<TRecord, TPrefix extends string> = {
+  [TKey in keyof TRecord & string]: TRecord[TKey] extends AnyTRPCProcedure
+    ? [MisplacedIdemType<TRecord[TKey]>] extends [never]
+      ? never
+      : `${TPrefix}${TKey}`
+    : TRecord[TKey] extends object
+      ? MisplacedIn<TRecord[TKey], `${TPrefix}${TKey}.`>
+      : never;
+}[keyof TRecord & string];
+
+/**
+ * Paths of queries and subscriptions that `idem.procedure()` was concatenated into: they answer
+ * 500 on every call, so {@link IdempotentProcedures} makes the client fail to compile until the
+ * server is fixed.
+ */
+export type MisplacedIdemPath<TRouter extends AnyTRPCRouter> = MisplacedIn<
+  TRouter['_def']['record'],
+  ''
+>;
+
 type ProcedureAt<TRecord, TPath extends string> = TPath extends `${infer $Head}.${infer $Rest}`
   ? $Head extends keyof TRecord
     ? ProcedureAt<TRecord[$Head], $Rest>
@@ -88,9 +119,25 @@ export interface IdempotentProcedureOptions<TInput> {
  * - a new idempotent procedure the list forgets: "Property 'payments.charge' is missing";
  * - a path that is not an idempotent mutation: "Object literal may only specify known
  *   properties";
- * - a key function whose input type is wrong: not assignable.
+ * - a key function whose input type is wrong: not assignable;
+ * - `idem.procedure()` on a query or subscription of the router: "Property 'orders.list' is
+ *   missing", whose required type reads "idem.procedure() is for mutations only: ...".
  */
-export type IdempotentProcedures<TRouter extends AnyTRPCRouter> = {
-  [TPath in IdempotentPath<TRouter>]:
-    true | IdempotentProcedureOptions<IdempotentInput<TRouter, TPath>>;
-};
+export type IdempotentProcedures<TRouter extends AnyTRPCRouter> = Spelled<
+  {
+    [TPath in IdempotentPath<TRouter>]:
+      true | IdempotentProcedureOptions<IdempotentInput<TRouter, TPath>>;
+  } & {
+    // A query or subscription with idem.procedure(): a required entry that no value satisfies, so
+    // the error message says what to fix on the server.
+    [
+      TPath in MisplacedIdemPath<TRouter>
+    ]: `idem.procedure() is for mutations only: make ${TPath} a mutation or drop idem.procedure() from it`;
+  }
+>;
+
+/**
+ * The same object type, spelled out: compiler messages then show the expected entries
+ * (`{ "orders.create": true | ...; "payments.charge": ... }`) rather than the router's type.
+ */
+type Spelled<T> = T extends infer $Object ? { [TKey in keyof $Object]: $Object[TKey] } : never;

@@ -10,6 +10,7 @@ export type {
   IdempotentProcedureOptions,
   IdempotentProcedures,
   IsIdempotentMutation,
+  MisplacedIdemPath,
   ProcedureAtPath,
 } from './IdempotentProcedures.js';
 

@@ -1,4 +1,5 @@
-import { initTRPC } from '@trpc/server';
+import { initTRPC, lazy } from '@trpc/server';
+import { z } from 'zod';
 import type { IdemMeta, IdempotencyStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { assertRouterDecided, auditRouter } from './auditRouter.js';
@@ -26,8 +27,8 @@ const router = t.router({
 });
 
 describe('auditRouter', () => {
-  it('lists every mutation with its decision, and the undecided ones', () => {
-    expect(auditRouter(router)).toEqual({
+  it('lists every mutation with its decision, and the undecided ones', async () => {
+    expect(await auditRouter(router)).toEqual({
       mutations: [
         { path: 'mail.send', decision: 'idempotent' },
         { path: 'orders.cancel', decision: 'retry-unsafe' },
@@ -35,14 +36,60 @@ describe('auditRouter', () => {
         { path: 'orders.rename', decision: 'undecided' },
       ],
       undecided: ['orders.rename'],
+      misplaced: [],
     });
   });
 
-  it('fails a test on an undecided mutation, naming it', () => {
-    expect(() => assertRouterDecided(router)).toThrow(/orders\.rename/);
-    expect(() =>
+  it('fails a test on an undecided mutation, naming it', async () => {
+    await expect(assertRouterDecided(router)).rejects.toThrow(/orders\.rename/);
+    await expect(
       assertRouterDecided(t.router({ a: t.procedure.concat(idem.procedure()).mutation(() => 1) })),
-    ).not.toThrow();
+    ).resolves.toBeUndefined();
+  });
+
+  it('sees the mutations of lazy() routers, nested ones included', async () => {
+    const inner = t.router({ undecided: t.procedure.mutation(() => 1) });
+    const outer = t.router({
+      keyed: t.procedure.concat(idem.procedure()).mutation(() => 1),
+      deeper: lazy(async () => inner),
+    });
+    const app = t.router({ billing: lazy(async () => outer), ok: t.procedure.query(() => 1) });
+    expect(await auditRouter(app)).toMatchObject({
+      mutations: [
+        { path: 'billing.deeper.undecided', decision: 'undecided' },
+        { path: 'billing.keyed', decision: 'idempotent' },
+      ],
+      undecided: ['billing.deeper.undecided'],
+    });
+    await expect(assertRouterDecided(app)).rejects.toThrow(/billing\.deeper\.undecided/);
+  });
+
+  it('reports idem on a query or a subscription, and an .input() after idem', async () => {
+    const app = t.router({
+      read: t.procedure.concat(idem.procedure()).query(() => 1),
+      stream: t.procedure.concat(idem.procedure()).subscription(async function* () {
+        yield 1;
+      }),
+      // A second object input merged in after idem compiles; the audit catches it.
+      merged: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure())
+        .input(z.object({ b: z.string() }))
+        .mutation(() => 1),
+      fine: t.procedure
+        .input(z.object({ a: z.string() }))
+        .input(z.object({ b: z.string() }))
+        .concat(idem.procedure())
+        .mutation(() => 1),
+    });
+    const { misplaced } = await auditRouter(app);
+    expect(misplaced.map((m) => m.path)).toEqual(['merged', 'read', 'stream']);
+    expect(misplaced.find((m) => m.path === 'read')?.problem).toMatch(/on a query/);
+    expect(misplaced.find((m) => m.path === 'stream')?.problem).toMatch(/on a subscription/);
+    expect(misplaced.find((m) => m.path === 'merged')?.problem).toMatch(
+      /put every \.input\(\) first/,
+    );
+    await expect(assertRouterDecided(app)).rejects.toThrow(/read: idem\.procedure\(\) on a query/);
   });
 
   it('refuses external mode on a store without recovery support', () => {

@@ -1,5 +1,6 @@
 import type { AnyTRPCRouter } from '@trpc/server';
 import type { IdemMeta } from '@idem/contract';
+import { isIdemMiddleware, isInputParser } from './idemMiddlewareMark.js';
 
 /** One mutation the audit found, and how it is declared. */
 export interface AuditedMutation {
@@ -7,24 +8,81 @@ export interface AuditedMutation {
   decision: 'idempotent' | 'retry-unsafe' | 'undecided';
 }
 
+/** A procedure where idem sits in a place it cannot work, and the fix. */
+export interface MisplacedIdempotency {
+  path: string;
+  problem: string;
+}
+
 /** The result of {@link auditRouter}. */
 export interface RouterAudit {
-  /** Every mutation of the router, sorted by path. */
+  /** Every mutation of the router, `lazy()` routers included, sorted by path. */
   mutations: AuditedMutation[];
   /** Paths of mutations that neither declare idempotency nor are marked retry-unsafe. */
   undecided: string[];
+  /**
+   * Procedures where `idem.procedure()` cannot work: on a query or a subscription, or with an
+   * `.input()` after it. Such a procedure answers 500 on every call; fix it before shipping.
+   */
+  misplaced: MisplacedIdempotency[];
+}
+
+interface ProcedureDef {
+  type: string;
+  meta?: IdemMeta;
+  middlewares?: unknown[];
 }
 
 /**
- * Lists every mutation of a router and whether it is idempotent, deliberately retry-unsafe, or
- * undecided. Fail CI on `undecided` so no new endpoint ships without a decision.
+ * Loads every `lazy()` router of `router` (and the lazy routers those hold), so that its
+ * procedure table is complete. tRPC loads them on their first call otherwise.
  */
-export function auditRouter(router: AnyTRPCRouter): RouterAudit {
-  const procedures = router._def.procedures as Record<
-    string,
-    { _def: { type: string; meta?: IdemMeta } }
-  >;
-  const mutations: AuditedMutation[] = Object.entries(procedures)
+async function loadLazyRouters(router: AnyTRPCRouter): Promise<void> {
+  const lazy = router._def.lazy as Record<string, { load: () => Promise<void> }>;
+  for (let round = 0; Object.keys(lazy).length > 0; round++) {
+    if (round > 1000) throw new Error('auditRouter: lazy routers keep adding lazy routers');
+    await Promise.all(Object.values(lazy).map((loader) => loader.load()));
+  }
+}
+
+function misplacement(def: ProcedureDef): string | null {
+  const middlewares = def.middlewares ?? [];
+  const idemAt = middlewares.findIndex(isIdemMiddleware);
+  if (idemAt === -1) return null;
+  if (def.type !== 'mutation') {
+    return `idem.procedure() on a ${def.type}: only mutations take idempotency keys; make it a mutation or drop idem.procedure()`;
+  }
+  if (middlewares.slice(idemAt + 1).some(isInputParser)) {
+    return 'an .input() comes after .concat(idem.procedure()): the fingerprint would miss it; put every .input() first';
+  }
+  return null;
+}
+
+/**
+ * The procedures of a router's loaded part where idem is misplaced, without loading `lazy()`
+ * routers: synchronous, for start-up checks (the completer runs it when it is created).
+ */
+export function findMisplacedIdempotency(router: AnyTRPCRouter): MisplacedIdempotency[] {
+  const procedures = router._def.procedures as Record<string, { _def: ProcedureDef }>;
+  return Object.entries(procedures)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([path, procedure]) => {
+      const problem = misplacement(procedure._def);
+      return problem ? [{ path, problem }] : [];
+    });
+}
+
+/**
+ * Lists every mutation of a router (loading its `lazy()` routers) and whether it is idempotent,
+ * deliberately retry-unsafe, or undecided, and every procedure where idem is misplaced. Fail CI
+ * on `undecided` and `misplaced`, so no new endpoint ships without a decision; `idem-admin audit`
+ * does that from the command line.
+ */
+export async function auditRouter(router: AnyTRPCRouter): Promise<RouterAudit> {
+  await loadLazyRouters(router);
+  const procedures = router._def.procedures as Record<string, { _def: ProcedureDef }>;
+  const entries = Object.entries(procedures).sort(([a], [b]) => a.localeCompare(b));
+  const mutations: AuditedMutation[] = entries
     .filter(([, procedure]) => procedure._def.type === 'mutation')
     .map(([path, procedure]) => {
       const meta = procedure._def.meta;
@@ -34,23 +92,32 @@ export function auditRouter(router: AnyTRPCRouter): RouterAudit {
           ? 'retry-unsafe'
           : 'undecided';
       return { path, decision } as const;
-    })
-    .sort((a, b) => a.path.localeCompare(b.path));
+    });
+  const misplaced = findMisplacedIdempotency(router);
   return {
     mutations,
     undecided: mutations.filter((m) => m.decision === 'undecided').map((m) => m.path),
+    misplaced,
   };
 }
 
+/** The audit's findings as lines for a person, empty when there is nothing to fix. */
+export function describeAuditFindings(audit: RouterAudit): string[] {
+  return [
+    ...audit.undecided.map(
+      (path) => `${path}: neither declares idempotency nor is marked retryUnsafe()`,
+    ),
+    ...audit.misplaced.map(({ path, problem }) => `${path}: ${problem}`),
+  ];
+}
+
 /**
- * Throws, listing them, when a router has undecided mutations. For a test:
- * `it('every mutation is decided', () => assertRouterDecided(appRouter))`.
+ * Rejects, listing them, when a router has undecided mutations or misplaced idem procedures.
+ * For a test: `it('every mutation is decided', () => assertRouterDecided(appRouter))`.
  */
-export function assertRouterDecided(router: AnyTRPCRouter): void {
-  const { undecided } = auditRouter(router);
-  if (undecided.length > 0) {
-    throw new Error(
-      `mutations that neither declare idempotency nor are marked retryUnsafe():\n  ${undecided.join('\n  ')}`,
-    );
+export async function assertRouterDecided(router: AnyTRPCRouter): Promise<void> {
+  const findings = describeAuditFindings(await auditRouter(router));
+  if (findings.length > 0) {
+    throw new Error(`the router audit found:\n  ${findings.join('\n  ')}`);
   }
 }

@@ -1,4 +1,6 @@
 import { initTRPC, type inferRouterError } from '@trpc/server';
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import type {
   IdemErrorData,
   IdemErrorShapeMarker,
@@ -6,8 +8,9 @@ import type {
   IdempotencyStore,
 } from '@idem/contract';
 import { expectTypeOf, test } from 'vitest';
+import { z } from 'zod';
 import { createIdempotency } from './createIdempotency.js';
-import type { IdemContext } from './idemContext.js';
+import { idemContext, type IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution } from './IdemExecution.js';
 
 interface FakeTx {
@@ -54,7 +57,72 @@ test('an idempotent procedure carries data.idem in its error shape; others do no
 test('idem refuses a context without idemContext()', () => {
   createIdempotency({
     store: {} as IdempotencyStore<FakeTx>,
-    // @ts-expect-error the context must include IdemContext (spread idemContext(req) into it)
+    // @ts-expect-error the context must include IdemContext (spread idemContext(opts) into it)
     scope: (ctx: { account: string }) => ctx.account,
+  });
+});
+
+test('idem.procedure() goes after .input(): the other order does not compile', () => {
+  const CreateOrder = z.object({ cartId: z.string(), quantity: z.number() });
+  // Right: the fingerprint is taken from the parsed input.
+  const right = t.procedure
+    .input(CreateOrder)
+    .concat(idem.procedure())
+    .mutation(({ input }) => {
+      expectTypeOf(input).toEqualTypeOf<{ cartId: string; quantity: number }>();
+      return input.quantity;
+    });
+  expectTypeOf<(typeof right)['_def']['$types']['input']>().toEqualTypeOf<{
+    cartId: string;
+    quantity: number;
+  }>();
+
+  // Wrong: idem would fingerprint the input before it is parsed, so a reused key with a
+  // different input would replay the first result.
+  t.procedure
+    .concat(idem.procedure())
+    // @ts-expect-error .input() after .concat(idem.procedure()): put every .input() first
+    .input(CreateOrder);
+  t.procedure
+    .concat(idem.procedure({ mode: 'external' }))
+    // @ts-expect-error same in external mode, and for a primitive input
+    .input(z.string());
+  // A second object .input() merged in after idem still compiles (tRPC merges object inputs);
+  // idem refuses it at run time before the handler runs, and auditRouter reports it.
+
+  // Inputs written before idem keep their exact types: optional objects and primitives too.
+  t.procedure
+    .input(CreateOrder.optional())
+    .concat(idem.procedure())
+    .mutation(({ input }) => {
+      expectTypeOf(input).toEqualTypeOf<{ cartId: string; quantity: number } | undefined>();
+    });
+  t.procedure
+    .input(z.string())
+    .concat(idem.procedure())
+    .mutation(({ input }) => {
+      expectTypeOf(input).toEqualTypeOf<string>();
+    });
+
+  // A mutation without input stays possible: its fingerprint is the same for every call.
+  const noInput = t.procedure.concat(idem.procedure()).mutation(() => 1);
+  expectTypeOf(noInput).toBeFunction();
+});
+
+test('the server refuses a createContext without idemContext(); both adapters take its options', () => {
+  createHTTPServer({
+    router,
+    // @ts-expect-error Property 'idemRequest' is missing: spread idemContext(opts) into the context
+    createContext: () => ({ account: 'acct_1' }),
+  });
+  createHTTPServer({
+    router,
+    createContext: (opts) => ({ ...idemContext(opts), account: 'acct_1' }),
+  });
+  void fetchRequestHandler({
+    endpoint: '/trpc',
+    req: new Request('http://localhost/trpc'),
+    router,
+    createContext: (opts) => ({ ...idemContext(opts), account: 'acct_1' }),
   });
 });

@@ -4,6 +4,7 @@ import type { Meter } from '@opentelemetry/api';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { TRPCDefaultErrorShape } from '@trpc/server';
 import type {
+  GetRawInputFn,
   MiddlewareResult,
   ProcedureBuilder,
   UnsetMarker,
@@ -29,6 +30,8 @@ import type { IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
 import { idemTRPCError } from './IdemRequestError.js';
+import { markIdemMiddleware } from './idemMiddlewareMark.js';
+import { findMisplacedIdempotency } from './auditRouter.js';
 import { formatIdemError, type IdemErrorShape } from './formatIdemError.js';
 import type { IdemServerEvent } from './IdemServerEvent.js';
 import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
@@ -131,7 +134,7 @@ function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecutio
     next: (idem: TIdem) => Promise<NextResult>;
   }) => Promise<NextResult>,
 ): IdemProcedureBuilder<TContext, TIdem> {
-  return t.procedure
+  const builder = t.procedure
     .meta({ idempotency: meta })
     .errors(formatIdemError)
     .use(async (opts) => {
@@ -140,23 +143,52 @@ function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecutio
         path: opts.path,
         type: opts.type,
         input: opts.input,
-        next: (idem) => opts.next({ ctx: { idem } }) as Promise<NextResult>,
+        next: (idem) =>
+          // tRPC's runtime takes both; its types spell them as two overloads.
+          (opts.next as (o: { ctx: object; getRawInput: GetRawInputFn }) => Promise<NextResult>)({
+            ctx: { idem },
+            getRawInput: () => Promise.reject(inputAfterIdem(opts.path)),
+          }),
       });
       return result as MiddlewareResult<{ idem: TIdem }>;
-    }) as unknown as IdemProcedureBuilder<TContext, TIdem>;
-  // The cast only names the builder: tRPC spells the same context through its own unwrapping.
+    });
+  markIdemMiddleware(builder._def.middlewares.at(-1)!);
+  return builder as unknown as IdemProcedureBuilder<TContext, TIdem>;
+  // The cast names the builder: tRPC spells the same context through its own unwrapping, and the
+  // input slot is `unknown` on purpose (see IdemProcedureBuilder).
+}
+
+/**
+ * What a step after idem gets when it reads the raw input. tRPC's input parsers read it: one
+ * that runs after idem (`.concat(idem.procedure()).input(More)`, which tRPC merges into an object
+ * input) would give the handler input the fingerprint never saw, so a reused key with a different
+ * input would replay the first result. The request fails instead, before the handler runs, and
+ * the key is released (a 500 is never stored).
+ */
+function inputAfterIdem(path: string): TRPCError {
+  return new TRPCError({
+    code: 'INTERNAL_SERVER_ERROR',
+    message: `idem: ${path} reads its input after idem.procedure(): put every .input() before .concat(idem.procedure())`,
+  });
 }
 
 /**
  * The builder type `idem.procedure()` returns: adds `ctx.idem`, idem's meta, and the error shape
  * that marks the procedure idempotent in the router type.
+ *
+ * Its parsed-input slot is `unknown`, not tRPC's "unset": the key's fingerprint is taken from the
+ * input idem's middleware sees, which is the parsed input only if every `.input()` comes before
+ * `.concat(idem.procedure())`. `unknown` leaves the input of a builder that already has one
+ * unchanged (`{ cartId: string } & unknown` is `{ cartId: string }`), and makes any later
+ * `.input()` a compile error ("All input parsers did not resolve to an object"): written the other
+ * way round, a reused key with a different input would replay the first result.
  */
 export type IdemProcedureBuilder<TContext, TIdem> = ProcedureBuilder<
   TContext,
   IdemMeta,
   { idem: TIdem },
   UnsetMarker,
-  UnsetMarker,
+  unknown,
   UnsetMarker,
   UnsetMarker,
   false,
@@ -271,8 +303,17 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   };
   return {
     procedure,
-    completer: (completerOptions: CompleterOptions<TContext>) =>
-      createCompleter(runtime, completerOptions),
+    completer: (completerOptions: CompleterOptions<TContext>) => {
+      // Start-up is the first moment idem sees the router: refuse a misplaced idem.procedure()
+      // here rather than answer 500 to every call of it.
+      const misplaced = findMisplacedIdempotency(completerOptions.router);
+      if (misplaced.length > 0) {
+        throw new TypeError(
+          `idem: ${misplaced.map(({ path, problem }) => `${path}: ${problem}`).join('; ')}`,
+        );
+      }
+      return createCompleter(runtime, completerOptions);
+    },
     ...createOperationTools(runtime, scopesOf),
   } as Idempotency<TContext, TTx>;
 }
@@ -311,7 +352,7 @@ async function prepareJob<TContext extends IdemContext>(
     throw new TRPCError({
       code: 'INTERNAL_SERVER_ERROR',
       message:
-        'idem: ctx.idemRequest is missing: spread idemContext(req) into your createContext result',
+        'idem: ctx.idemRequest is missing: spread idemContext(opts) into your createContext result',
     });
   }
   const base = await scopeOf(ctx);

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import {
   ATTEMPT_HEADER,
   IDEMPOTENCY_KEY_HEADER,
@@ -30,10 +30,11 @@ export interface IdemRequest {
   /** `Date.now()` when the request reached `createContext`; anchors {@link timeoutMs}. */
   readonly receivedAt: number;
   /**
-   * What idem asks of the response: headers, and a status for 202 answers.
+   * What idem asks of the response: headers, and a status for 202 answers. Written straight to
+   * the response when {@link idemContext} got the adapter's options; else
    * {@link idemResponseMeta} applies them.
    */
-  readonly response: { headers: Map<string, string>; status?: number };
+  readonly response: IdemResponse;
   /**
    * Set only by the completer: the record it took over, to resume without a claim. Never set it
    * from a request.
@@ -46,6 +47,17 @@ export interface IdemContext {
   idemRequest: IdemRequest;
 }
 
+/** The headers and status idem asks of one response. */
+export interface IdemResponse {
+  headers: Map<string, string>;
+  status?: number;
+  /**
+   * Which of them already went straight to the response (set by {@link idemContext} when it got
+   * the adapter's options), so {@link idemResponseMeta} does not send them twice.
+   */
+  readonly written?: { headers: boolean; status: boolean };
+}
+
 /** Request headers as either tRPC adapter hands them out. */
 export type IdemHeaderSource = Headers | IncomingMessage | IncomingHttpHeaders;
 
@@ -56,22 +68,45 @@ export interface IdemRequestInfo {
 }
 
 /**
- * Reads idem's request headers for your `createContext`. Pass tRPC's `info` too: a batch
- * (`?batch=1`) that calls an idempotent mutation is then refused whole, before any of its items
- * runs (this function throws 400 `IDEMPOTENCY_BATCH_REFUSED`). Without `info`, idem still refuses
- * the idempotent items of a batch it recognises (from a node request's URL), but the other items
- * run.
+/**
+ * The options tRPC passes to `createContext`: `{ req, res, info }` from the standalone, node-http
+ * and express adapters, `{ req, resHeaders, info }` from the fetch adapter. Given these, idem
+ * writes its response headers itself and refuses batches that hold an idempotent mutation.
+ */
+export type IdemAdapterOptions = (
+  { req: IncomingMessage; res: ServerResponse } | { req: Request; resHeaders: Headers }
+) & { info?: IdemRequestInfo };
+
+/** What {@link idemContext} reads: the adapter's `createContext` options (best), or the request. */
+export type IdemContextSource = IdemAdapterOptions | IdemHeaderSource;
+
+/**
+ * Reads idem's request headers for your `createContext`. Pass the adapter's options as they come:
+ * idem then sets `Idempotent-Replayed` and `Retry-After` on the response itself (and the 202 of
+ * accepted work, on node), with no `responseMeta` needed, and a batch (`?batch=1`) that calls an
+ * idempotent mutation is refused whole, before any of its items runs (this function throws 400
+ * `IDEMPOTENCY_BATCH_REFUSED`, from the options' `info`).
  *
  * @example
- * // fetch adapter
- * createContext: ({ req, info }) => ({ ...idemContext(req.headers, info), user: await auth(req) })
- * // standalone / node http adapter: pass the request itself, so repeated headers stay apart
- * createContext: ({ req, info }) => ({ ...idemContext(req, info), user: await auth(req) })
+ * // standalone / node-http / express adapters, and the fetch adapter alike
+ * createContext: (opts) => ({ ...idemContext(opts), user: await auth(opts.req) })
+ *
+ * Other adapters (fastify, lambda): pass the request or its headers and tRPC's `info` as the
+ * second argument, and add `responseMeta: idemResponseMeta`, which then carries idem's headers.
+ * Without `info`, idem still refuses the idempotent items of a batch it recognises (from a
+ * request's URL), but the other items run.
  */
-export function idemContext(source: IdemHeaderSource, info?: IdemRequestInfo): IdemContext {
-  const batch = info ? info.isBatchCall : isBatchUrl(source);
-  if (info?.isBatchCall) {
-    const keyed = info.calls.filter((call) => isIdempotentMutation(call.procedure));
+export function idemContext(source: IdemContextSource, info?: IdemRequestInfo): IdemContext {
+  const adapter = adapterOptions(source);
+  const headers: IdemHeaderSource = adapter
+    ? adapter.req.headers instanceof Headers
+      ? adapter.req.headers
+      : (adapter.req as IncomingMessage)
+    : (source as IdemHeaderSource);
+  const requestInfo = info ?? adapter?.info;
+  const batch = requestInfo ? requestInfo.isBatchCall : isBatchUrl(adapter ? adapter.req : headers);
+  if (requestInfo?.isBatchCall) {
+    const keyed = requestInfo.calls.filter((call) => isIdempotentMutation(call.procedure));
     if (keyed.length > 0) {
       throw idemTRPCError(
         'IDEMPOTENCY_BATCH_REFUSED',
@@ -79,7 +114,7 @@ export function idemContext(source: IdemHeaderSource, info?: IdemRequestInfo): I
       );
     }
   }
-  const read = headerReader(source);
+  const read = headerReader(headers);
   const attempt = toInteger(read(ATTEMPT_HEADER)[0]);
   const timeout = toInteger(read(TIMEOUT_HEADER)[0]);
   return {
@@ -90,7 +125,7 @@ export function idemContext(source: IdemHeaderSource, info?: IdemRequestInfo): I
       timeoutMs: timeout !== null && timeout >= 0 ? timeout : null,
       batch,
       receivedAt: Date.now(),
-      response: { headers: new Map() },
+      response: adapter ? writeThrough(adapter) : { headers: new Map() },
     },
   };
 }
@@ -103,11 +138,51 @@ function isIdempotentMutation(procedure: unknown): boolean {
 }
 
 /** For a node request: does its URL ask for a batch? Unknown (false) for bare headers. */
-function isBatchUrl(source: IdemHeaderSource): boolean {
+function isBatchUrl(source: unknown): boolean {
   const url = (source as { url?: unknown }).url;
   if (typeof url !== 'string') return false;
   const query = url.indexOf('?');
   return query >= 0 && new URLSearchParams(url.slice(query + 1)).get('batch') === '1';
+}
+
+function adapterOptions(source: IdemContextSource): IdemAdapterOptions | null {
+  if (typeof Headers !== 'undefined' && source instanceof Headers) return null;
+  const candidate = source as Partial<Record<'req' | 'res' | 'resHeaders', unknown>>;
+  if (typeof candidate.req !== 'object' || candidate.req === null) return null;
+  if (typeof Headers !== 'undefined' && candidate.resHeaders instanceof Headers) {
+    return source as IdemAdapterOptions;
+  }
+  const res = candidate.res as Partial<ServerResponse> | undefined;
+  return typeof res?.setHeader === 'function' ? (source as IdemAdapterOptions) : null;
+}
+
+/**
+ * A response whose headers (and, on node, status) go straight to the adapter's response. Node:
+ * tRPC keeps a status a procedure set (it only replaces 200). Fetch: `resHeaders` are merged into
+ * the response; its status needs `responseMeta`.
+ */
+function writeThrough(adapter: IdemAdapterOptions): IdemResponse {
+  const node = 'res' in adapter ? adapter.res : null;
+  const fetchHeaders = 'resHeaders' in adapter ? adapter.resHeaders : null;
+  class WriteThroughHeaders extends Map<string, string> {
+    override set(name: string, value: string): this {
+      if (node && !node.headersSent) node.setHeader(name, value);
+      fetchHeaders?.set(name, value);
+      return super.set(name, value);
+    }
+  }
+  let status: number | undefined;
+  return {
+    headers: new WriteThroughHeaders(),
+    get status() {
+      return status;
+    },
+    set status(value) {
+      status = value;
+      if (node && value !== undefined && !node.headersSent) node.statusCode = value;
+    },
+    written: { headers: true, status: node !== null },
+  };
 }
 
 function headerReader(source: IdemHeaderSource): (name: string) => string[] {

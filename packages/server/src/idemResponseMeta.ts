@@ -2,7 +2,10 @@ import type { IdemContext } from './idemContext.js';
 
 /**
  * A tRPC `responseMeta` that sets the headers idem asked for (`Idempotent-Replayed`,
- * `Retry-After`) and the 202 status of accepted long-running work. Pass it to your adapter, or call it from your own `responseMeta` and merge.
+ * `Retry-After`) and the 202 status of accepted long-running work. Needed when `createContext`
+ * passes `idemContext` the request alone (fastify, lambda), and for the 202 of
+ * `respond: 'accepted'` on the fetch adapter; harmless otherwise (nothing is sent twice). Pass it
+ * to your adapter, or call it from your own `responseMeta` and merge.
  *
  * @example
  * createHTTPServer({ router, createContext, responseMeta: idemResponseMeta })
@@ -10,9 +13,9 @@ import type { IdemContext } from './idemContext.js';
 export function idemResponseMeta(opts: { ctx?: unknown }): { headers?: Headers; status?: number } {
   const request = (opts.ctx as Partial<IdemContext> | undefined)?.idemRequest;
   if (!request) return {};
-  const { headers, status } = request.response;
+  const { headers, status, written } = request.response;
   return {
-    ...(headers.size > 0 ? { headers: new Headers([...headers]) } : {}),
+    ...(headers.size > 0 && !written?.headers ? { headers: new Headers([...headers]) } : {}),
     ...(status !== undefined ? { status } : {}),
   };
 }

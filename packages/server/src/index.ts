@@ -6,7 +6,15 @@ export type {
   IdemProcedureOptions,
 } from './createIdempotency.js';
 export { idemContext } from './idemContext.js';
-export type { IdemContext, IdemHeaderSource, IdemRequest, IdemRequestInfo } from './idemContext.js';
+export type {
+  IdemAdapterOptions,
+  IdemContext,
+  IdemContextSource,
+  IdemHeaderSource,
+  IdemRequest,
+  IdemRequestInfo,
+  IdemResponse,
+} from './idemContext.js';
 export { idemErrorFormatter } from './idemErrorFormatter.js';
 export type {
   IdemErrorFormatterOptions,
@@ -42,5 +50,5 @@ export { formatIdemError } from './formatIdemError.js';
 export type { IdemErrorShape } from './formatIdemError.js';
 export { IdemRequestError, isIdemRequestError } from './IdemRequestError.js';
 export { retryUnsafe } from './retryUnsafe.js';
-export { assertRouterDecided, auditRouter } from './auditRouter.js';
-export type { AuditedMutation, RouterAudit } from './auditRouter.js';
+export { assertRouterDecided, auditRouter, describeAuditFindings } from './auditRouter.js';
+export type { AuditedMutation, MisplacedIdempotency, RouterAudit } from './auditRouter.js';

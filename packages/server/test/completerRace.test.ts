@@ -28,7 +28,7 @@ const account = 'acct_completers';
 
 /** Starts a completer process and waits until it is ready; `go()` starts it, `report` ends. */
 async function completerProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--conditions=@idem/source', '--import', 'tsx', entry], {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'inherit'],
   });

@@ -1,9 +1,9 @@
 import { trace } from '@opentelemetry/api';
 import {
-  BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pgliteEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
@@ -11,7 +11,7 @@ import { createPaymentsApp } from './fixtures/paymentsApp.js';
 
 const exporter = new InMemorySpanExporter();
 trace.setGlobalTracerProvider(
-  new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
+  new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }),
 );
 afterAll(() => trace.disable());
 

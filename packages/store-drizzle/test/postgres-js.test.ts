@@ -193,3 +193,30 @@ describe.skipIf(!available)('postgres.js migrations', () => {
     };
   });
 });
+
+describe.skipIf(!available)('postgres.js migrate is quiet', () => {
+  it('prints no PostgreSQL notice on a database that is up to date, and migrates a fresh one', async () => {
+    await using database = await createTestDatabase('idem_migrate_quiet');
+    // What postgres.js would print with its default onnotice (console.log), collected instead.
+    const notices: string[] = [];
+    const client = postgres(database.url, {
+      max: 2,
+      onnotice: (notice) => notices.push(String(notice.message)),
+    });
+    try {
+      const db = drizzle({ client });
+      await migrate(db);
+      const tables = await executeRows<{ n: number }>(
+        db,
+        sql`select count(*)::int as n from drizzle.__idem_migrations`,
+      );
+      expect(tables[0]!.n).toBeGreaterThanOrEqual(2);
+      notices.length = 0;
+      await migrate(db);
+      await migrate(db);
+      expect(notices).toEqual([]);
+    } finally {
+      await client.end({ timeout: 2 });
+    }
+  });
+});

@@ -70,9 +70,10 @@ export const appRouter = t.router({
 
 createHTTPServer({
   router: appRouter,
-  // pass the node request itself, so two Idempotency-Key headers stay two (and are refused)
-  createContext: ({ req }) => ({ ...idemContext(req), accountId: authenticate(req) }),
-  responseMeta: idemResponseMeta, // sets Idempotent-Replayed and Retry-After
+  // pass the adapter's options as they come: idem reads the key header(s) from the request and
+  // sets Idempotent-Replayed and Retry-After on the response itself
+  createContext: (opts) => ({ ...idemContext(opts), accountId: authenticate(opts.req) }),
+  responseMeta: idemResponseMeta, // the 202 of `respond: 'accepted'`; harmless otherwise
 }).listen(3000);
 
 // ---- verbatim from docs/server.md: the fetch adapter ----
@@ -83,12 +84,12 @@ export const handler = (req: Request) =>
     endpoint: '/trpc',
     req,
     router: appRouter,
-    createContext: ({ req }) => ({ ...idemContext(req.headers), accountId: authenticate(req) }),
-    responseMeta: idemResponseMeta,
+    createContext: (opts) => ({ ...idemContext(opts), accountId: authenticate(opts.req) }),
+    responseMeta: idemResponseMeta, // needed here for the 202 of accepted work
   });
 
 // ---- verbatim from docs/server.md: Router audit ----
 import { assertRouterDecided, auditRouter } from '@idem/server';
 
 it('every mutation is decided', () => assertRouterDecided(appRouter));
-console.table(auditRouter(appRouter).mutations);
+console.table((await auditRouter(appRouter)).mutations);

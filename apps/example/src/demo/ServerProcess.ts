@@ -32,7 +32,7 @@ export class ServerProcess {
     env: Record<string, string>,
     onRecord: (record: ServerRecord) => void,
   ): Promise<ServerProcess> {
-    const child = spawn(process.execPath, ['--conditions=@idem/source', '--import', 'tsx', SERVE], {
+    const child = spawn(process.execPath, ['--import', 'tsx', SERVE], {
       cwd: APP_DIR,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],

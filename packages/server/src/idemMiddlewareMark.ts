@@ -1,0 +1,23 @@
+/**
+ * idem's middleware carries a mark, so the router audit can find it in a procedure's middleware
+ * list and check where it sits (after every input parser, on a mutation). tRPC marks its own input
+ * parsers the same way (`_type: 'input'`).
+ */
+const IDEM_MIDDLEWARE = Symbol.for('@idem/server:middleware');
+
+export function markIdemMiddleware<T extends object>(middleware: T): T {
+  Object.defineProperty(middleware, IDEM_MIDDLEWARE, { value: true });
+  return middleware;
+}
+
+export function isIdemMiddleware(middleware: unknown): boolean {
+  return (
+    typeof middleware === 'function' &&
+    (middleware as unknown as Record<symbol, unknown>)[IDEM_MIDDLEWARE] === true
+  );
+}
+
+/** Whether a middleware is one of tRPC's input parsers (`.input()`). */
+export function isInputParser(middleware: unknown): boolean {
+  return typeof middleware === 'function' && (middleware as { _type?: unknown })._type === 'input';
+}

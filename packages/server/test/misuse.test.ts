@@ -1,0 +1,190 @@
+/**
+ * Misuse never turns into a wrong answer: each mistake a new user can make with idem either does
+ * not compile (src/createIdempotency.test-d.ts), is reported by the router audit, or fails every
+ * call before the handler runs, naming the fix. And idem's response headers no longer depend on
+ * remembering `responseMeta`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { initTRPC } from '@trpc/server';
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
+import { createHTTPServer } from '@trpc/server/adapters/standalone';
+import type { IdemMeta } from '@idem/contract';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { z } from 'zod';
+import {
+  createIdempotency,
+  idemContext,
+  idemResponseMeta,
+  type IdemContext,
+} from '../src/index.js';
+import { pgliteEnv } from './fixtures/databases.js';
+import { post } from './fixtures/httpHarness.js';
+import { createPaymentsApp } from './fixtures/paymentsApp.js';
+import { createTestApp, Gate } from './fixtures/testApp.js';
+
+const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
+
+/** Serves a router over the standalone adapter, with or without `responseMeta`. */
+async function serveWith(
+  router: Parameters<typeof createHTTPServer>[0]['router'],
+  options: { responseMeta: boolean },
+): Promise<string> {
+  const server = createHTTPServer({
+    router,
+    // The adapter's options as they come: idem writes its headers to `res` itself.
+    createContext: (opts) => {
+      const auth = opts.req.headers.authorization;
+      const match = typeof auth === 'string' ? /^Bearer (acct_\w+)$/.exec(auth) : null;
+      return { ...idemContext(opts), account: match?.[1] ?? null };
+    },
+    ...(options.responseMeta ? { responseMeta: idemResponseMeta } : {}),
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onTestFinished(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe('idem headers without responseMeta', () => {
+  it.each([false, true])(
+    'standalone adapter (responseMeta: %s): replay has Idempotent-Replayed, 409 has Retry-After',
+    async (responseMeta) => {
+      await using env = await pgliteEnv();
+      const gate = new Gate();
+      onTestFinished(() => gate.open());
+      const app = createTestApp(env.store as never, { gate });
+      const url = await serveWith(app.router, { responseMeta });
+      const acct = account();
+
+      const first = await post(
+        url,
+        'orders.create',
+        { sku: 's', quantity: 1 },
+        { key: 'k1', account: acct },
+      );
+      const replay = await post(
+        url,
+        'orders.create',
+        { sku: 's', quantity: 1 },
+        { key: 'k1', account: acct },
+      );
+      expect(first.status).toBe(200);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      expect(replay.status).toBe(200);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+
+      // External mode commits the claim first; a duplicate while the handler waits gets 409.
+      const send = () => post(url, 'mail.send', { to: 'a@b' }, { key: 'k2', account: acct });
+      const both = [send(), send()];
+      const busy = await Promise.race(both); // one holds the claim until the gate opens
+      expect(busy.status).toBe(409);
+      expect(busy.headers['retry-after']).toBe('1');
+      gate.open();
+      expect((await Promise.all(both)).map((r) => r.status).sort()).toEqual([200, 409]);
+    },
+  );
+
+  it('standalone adapter without responseMeta: accepted work still answers 202', async () => {
+    await using env = await pgliteEnv();
+    const app = createPaymentsApp(env.db, env.store as never);
+    const url = await serveWith(app.router, { responseMeta: false });
+    const acct = account();
+    const first = await post(url, 'payLater', { amount: 900 }, { key: 'later', account: acct });
+    expect(first.status).toBe(202);
+    const { operationId } = first.json.result.data;
+    const ctx = { account: acct } as never;
+    // Let the background work finish before the database closes.
+    await expect
+      .poll(async () => (await app.idem.operationStatus(ctx, operationId))?.state)
+      .toBe('COMPLETED');
+    const again = await post(url, 'payLater', { amount: 900 }, { key: 'later', account: acct });
+    expect(again.status).toBe(202);
+    expect(again.json.result.data.operationId).toBe(operationId);
+  });
+
+  it('fetch adapter: the header once, with or without responseMeta', async () => {
+    await using env = await pgliteEnv();
+    const app = createTestApp(env.store as never);
+    const handle = (key: string, responseMeta: boolean) =>
+      fetchRequestHandler({
+        endpoint: '/trpc',
+        router: app.router,
+        req: new Request('http://localhost/trpc/orders.create', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'Idempotency-Key': key },
+          body: JSON.stringify({ sku: 'f', quantity: 1 }),
+        }),
+        createContext: (opts) => ({ ...idemContext(opts), account: 'acct_fetch' }),
+        ...(responseMeta ? { responseMeta: idemResponseMeta } : {}),
+      });
+    for (const responseMeta of [false, true]) {
+      const key = `fetch-${responseMeta}`;
+      expect((await handle(key, responseMeta)).status).toBe(200);
+      const replay = await handle(key, responseMeta);
+      expect(replay.status).toBe(200);
+      expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
+    }
+  });
+});
+
+describe('misplaced idem never answers wrongly', () => {
+  type Ctx = IdemContext & { account: string | null };
+  const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
+
+  it('an .input() merged in after idem: every call fails before the handler, naming the fix', async () => {
+    await using env = await pgliteEnv();
+    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    let calls = 0;
+    const router = t.router({
+      merged: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure())
+        .input(z.object({ b: z.string() })) // compiles (tRPC merges object inputs); refused at run time
+        .mutation(({ input }) => ++calls + input.b.length),
+    });
+    const url = await serveWith(router, { responseMeta: true });
+    const first = await post(url, 'merged', { a: 'x', b: 'one' }, { key: 'k' });
+    const other = await post(url, 'merged', { a: 'x', b: 'two' }, { key: 'k' });
+    for (const answer of [first, other]) {
+      expect(answer.status).toBe(500);
+      expect(answer.json.error.message).toMatch(
+        /merged reads its input after idem\.procedure\(\): put every \.input\(\) before \.concat\(idem\.procedure\(\)\)/,
+      );
+    }
+    expect(calls).toBe(0);
+  });
+
+  it('the completer refuses, at start-up, a router where idem is misplaced', async () => {
+    await using env = await pgliteEnv();
+    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const misplaced = t.router({
+      read: t.procedure.concat(idem.procedure()).query(() => 1),
+      ok: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure({ mode: 'external' }))
+        .mutation(() => 1),
+    });
+    const createContext = () => ({ ...idemContext(new Headers()), account: 'acct_x' });
+    expect(() => idem.completer({ router: misplaced, createContext })).toThrow(
+      /read: idem\.procedure\(\) on a query: only mutations take idempotency keys; make it a mutation or drop idem\.procedure\(\)/,
+    );
+    const fixed = t.router({ ok: misplaced.ok });
+    expect(() => idem.completer({ router: fixed, createContext })).not.toThrow();
+  });
+
+  it('idem on a query: every call fails, naming the fix (auditRouter reports it before)', async () => {
+    await using env = await pgliteEnv();
+    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const router = t.router({ read: t.procedure.concat(idem.procedure()).query(() => 1) });
+    const url = await serveWith(router, { responseMeta: true });
+    const answer = await fetch(`${url}/read`, { headers: { 'Idempotency-Key': 'k' } });
+    expect(answer.status).toBe(500);
+    expect((await answer.json()).error.message).toMatch(/only mutations take idempotency keys/);
+  });
+});

@@ -94,8 +94,8 @@ describe.skipIf(!available)('behind PgBouncer in transaction mode', () => {
         expect(await claimIn(key)).toMatchObject({ kind: 'claimed' });
       }
       expect(warnings).toHaveLength(1);
-      const [{ n }] = await client<{ n: number }[]>`select count(*)::int as n from idem_records`;
-      expect(n).toBe(6);
+      const [row] = await client<{ n: number }[]>`select count(*)::int as n from idem_records`;
+      expect(row?.n).toBe(6);
     } finally {
       await client.end({ timeout: 1 });
       await holder.end({ timeout: 1 });

@@ -77,10 +77,11 @@ export async function openDatabase(options: {
       // (postgres.js prepares its COMMIT) included: see `preparedStatements` in the store.
       prepare: !pooled,
       // Bounded waits while the database is down: a refused or slow connection fails within
-      // the connect timeout, and a closed one is retried after at most that long (postgres.js
-      // backs off up to 20 s by default), so a keyed request gets its 503 promptly.
+      // the connect timeout, and a closed one is tried again after at most 200 ms (postgres.js
+      // backs off up to 20 s by default, and a query waits for that), so a keyed request gets
+      // its 503 promptly and the first request after the database returns is served.
       connect_timeout: connectTimeoutMs / 1000,
-      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, connectTimeoutMs / 1000),
+      backoff: (retries: number) => Math.min(0.025 * 2 ** retries, 0.2),
       // PgBouncer 1.18 refuses unknown start-up parameters: set it on the role behind a pooler.
       connection:
         !pooled && statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {},

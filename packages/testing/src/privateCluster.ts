@@ -119,6 +119,8 @@ export async function createStandby(
     '-X',
     'stream',
     '--no-sync',
+    // An immediate checkpoint: the default (spread) can take minutes.
+    '--checkpoint=fast',
     '-d',
     `application_name=${name}`,
   ]);

@@ -87,6 +87,7 @@ describe.skipIf(!available)('a database outage, 10 times over', () => {
     try {
       let keys = 0;
       for (const client of traffic.settled) {
+        expect(client.refused).toEqual(new Map());
         keys += client.orders.size;
         const [counts] = await sql<{ orders: number; payments: number; charges: number }[]>`
           select (select count(*)::int from orders where account_id = ${client.account}) as orders,

@@ -32,9 +32,9 @@ export interface ExampleConfig {
    */
   databasePooler: DatabasePooler;
   /**
-   * `IDEM_EXAMPLE_DATABASE_CONNECT_TIMEOUT_MS`: how long opening a database connection may take,
-   * and the longest pause between reconnection attempts while the database is down. Bounds how
-   * long a request waits before its 503 in an outage. Defaults to 1 000 ms.
+   * `IDEM_EXAMPLE_DATABASE_CONNECT_TIMEOUT_MS`: how long opening a database connection may take
+   * (a database host that does not answer). Bounds how long a request waits before its 503 in an
+   * outage. Defaults to 1 000 ms.
    */
   databaseConnectTimeoutMs: number;
   /**

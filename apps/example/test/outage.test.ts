@@ -127,10 +127,11 @@ function acceptable(answer: Answer): boolean {
   if (answer.status === 200) return true;
   if (answer.status === 503) {
     // The store was unreachable; or the stand-in processor (on the same database) failed
-    // mid-charge, so the charge's outcome is looked up on the retry (docs/server.md).
+    // mid-charge, so the charge's outcome is looked up on the retry: a plain retryable 503
+    // (docs/server.md), whatever its message says.
     return (
       (answer.reason === 'IDEMPOTENCY_STORE_UNAVAILABLE' && answer.retryAfter !== undefined) ||
-      (answer.procedure === 'payments.create' && /external call/.test(answer.message ?? ''))
+      (answer.procedure === 'payments.create' && answer.reason === undefined)
     );
   }
   if (answer.status === 409) {

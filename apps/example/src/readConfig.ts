@@ -49,7 +49,32 @@ export interface ExampleConfig {
    * before their connections are closed and the process exits. Defaults to 10 000 ms.
    */
   drainMs: number;
+  /**
+   * `IDEM_EXAMPLE_DATABASE_POOLER`: what stands between the example and PostgreSQL. `auto` probes
+   * at start-up (`detectTransactionPooler`) and turns prepared statements off when it finds a
+   * transaction-mode pooler (PgBouncer's `pool_mode = transaction`), with a warning; `none`
+   * probes and refuses to start behind such a pooler; `transaction` turns prepared statements
+   * off without probing. Defaults to `auto`.
+   */
+  databasePooler: DatabasePooler;
+  /**
+   * `IDEM_EXAMPLE_DATABASE_CONNECT_TIMEOUT_MS`: how long opening a database connection may take
+   * (a database host that does not answer). Bounds how long a request waits before its 503 in an
+   * outage. Defaults to 1 000 ms.
+   */
+  databaseConnectTimeoutMs: number;
+  /**
+   * `IDEM_EXAMPLE_DATABASE_STATEMENT_TIMEOUT_MS`: PostgreSQL's `statement_timeout` for the
+   * example's connections (0: none). Not sent through a transaction-mode pooler, which refuses it
+   * as a start-up parameter: set it on the role there (`ALTER ROLE ... SET statement_timeout`).
+   * Defaults to 5 000 ms.
+   */
+  databaseStatementTimeoutMs: number;
 }
+
+/** The values of `IDEM_EXAMPLE_DATABASE_POOLER`. */
+export const DATABASE_POOLERS = ['auto', 'none', 'transaction'] as const;
+export type DatabasePooler = (typeof DATABASE_POOLERS)[number];
 
 /** Reads the configuration; throws on a value it cannot use (better than a silent default). */
 export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig {
@@ -78,6 +103,21 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
     tokenSecret: env.IDEM_EXAMPLE_TOKEN_SECRET || DEFAULT_TOKEN_SECRET,
     maxBodyBytes: integer(env, 'IDEM_EXAMPLE_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
     drainMs: integer(env, 'IDEM_EXAMPLE_DRAIN_MS', 10_000, 0, 600_000),
+    databasePooler: pooler(env),
+    databaseConnectTimeoutMs: integer(
+      env,
+      'IDEM_EXAMPLE_DATABASE_CONNECT_TIMEOUT_MS',
+      1_000,
+      100,
+      60_000,
+    ),
+    databaseStatementTimeoutMs: integer(
+      env,
+      'IDEM_EXAMPLE_DATABASE_STATEMENT_TIMEOUT_MS',
+      5_000,
+      0,
+      3_600_000,
+    ),
   };
 }
 
@@ -105,4 +145,14 @@ function rate(env: NodeJS.ProcessEnv, name: string): number {
     throw new Error(`${name} must be a number from 0 to 1; got ${text}`);
   }
   return value;
+}
+
+function pooler(env: NodeJS.ProcessEnv): DatabasePooler {
+  const text = env.IDEM_EXAMPLE_DATABASE_POOLER || 'auto';
+  if (!(DATABASE_POOLERS as readonly string[]).includes(text)) {
+    throw new Error(
+      `IDEM_EXAMPLE_DATABASE_POOLER must be one of ${DATABASE_POOLERS.join(', ')}; got ${text}`,
+    );
+  }
+  return text as DatabasePooler;
 }

@@ -49,7 +49,7 @@ export async function startExample(
   config: ExampleConfig,
   log: JsonLogger,
 ): Promise<RunningExample> {
-  const database = await openDatabase(config);
+  const database = await openDatabase({ ...config, log });
   const faults = new Faults(config.crashAt, config.dropRate, log);
   const processor = new StandInProcessor(
     database.db,

@@ -25,6 +25,7 @@ import {
 } from '@idem/contract';
 import { executeExternal } from './executeExternal.js';
 import { executeLocal } from './executeLocal.js';
+import { isDatabaseUnreachable, storeUnavailable } from './storeUnavailable.js';
 import { findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
 import type { IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
@@ -289,7 +290,12 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       const job = await prepareJob(runtime, resolved, options.scope, opts);
       const started = performance.now();
       try {
-        return await execute(job);
+        const result = await execute(job);
+        // The handler failed because the database went away (an outage mid-phase): a 503.
+        if (!result.ok && isDatabaseUnreachable(result.error)) {
+          throw storeUnavailable(job, result.error);
+        }
+        return result;
       } finally {
         telemetry.requestDuration(performance.now() - started, job.claim.procedure);
       }

@@ -9,3 +9,8 @@ export { testMeter } from './testMeter.js';
 export type { TestMeter } from './testMeter.js';
 export { httpPost } from './httpPost.js';
 export type { HttpResult } from './httpPost.js';
+export { pgBouncerAvailable, startPgBouncer } from './pgBouncer.js';
+export type { PgBouncer } from './pgBouncer.js';
+export { createPrivateCluster, createStandby, privateClustersAvailable } from './privateCluster.js';
+export type { PrivateCluster } from './privateCluster.js';
+export { freePort } from './systemUser.js';

@@ -1,3 +1,5 @@
 export { createPostgresJsStore } from './createPostgresJsStore.js';
 export type { PostgresJsIdempotencyStore } from './createPostgresJsStore.js';
+export { detectTransactionPooler } from './detectTransactionPooler.js';
+export type { DetectTransactionPoolerOptions } from './detectTransactionPooler.js';
 export { migrate } from './migrate.js';

@@ -179,8 +179,11 @@ describe.skipIf(!available)('shutdown when requests outlast the drain (PostgreSQ
     const drainMs = 1_000;
     const server = await startExampleServer({
       DATABASE_URL: database.url,
-      // Payments take 20 s at the processor: far longer than the drain allows.
-      IDEM_EXAMPLE_PROCESSOR_LATENCY_MS: '20000',
+      // Payments take 8 s at the processor (4 s there, 4 s back): far longer than the drain
+      // allows. The lease is long enough that the call's time limit (half the lease) does not
+      // abort the call first.
+      IDEM_EXAMPLE_PROCESSOR_LATENCY_MS: '8000',
+      IDEM_EXAMPLE_LEASE_MS: '60000',
       IDEM_EXAMPLE_DRAIN_MS: String(drainMs),
     });
     const agent = new Agent({ keepAlive: true });
@@ -202,7 +205,7 @@ describe.skipIf(!available)('shutdown when requests outlast the drain (PostgreSQ
       { orderId, amountCents: 100, currency: 'EUR' },
       { ...auth, 'idempotency-key': 'payment-slow' },
     );
-    // SIGTERM once the payment is at the processor (its call is recorded before the latency).
+    // SIGTERM once the payment has reached the processor (its call is recorded on arrival).
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
       await expect

@@ -33,7 +33,7 @@ async function smoke(db: 'pglite' | 'postgres'): Promise<BenchReport> {
     await promisify(execFile)(
       process.execPath,
       ['--import', 'tsx', cli, '--smoke', `--db=${db}`, `--out=${out}`],
-      { env, timeout: 80_000, maxBuffer: 16 * 2 ** 20 },
+      { env, timeout: 240_000, maxBuffer: 16 * 2 ** 20 },
     ).catch((error: Error & { stderr?: string; stdout?: string }) => {
       // The bench reports a failed section on stderr and in the JSON; show both.
       throw new Error(`${error.message}\n${error.stderr ?? ''}\n${error.stdout ?? ''}`);

@@ -49,6 +49,17 @@ export interface ExampleConfig {
    * before their connections are closed and the process exits. Defaults to 10 000 ms.
    */
   drainMs: number;
+  /**
+   * `IDEM_EXAMPLE_DEV_CONTROLS=1`: serve `GET`/`POST /dev/faults`, the fault switches of the
+   * checkout page (drop the next response, a 503 burst, a slow processor). Defaults to off: anyone
+   * who can reach the server could then break it. Any other value than `1` or `0` is refused.
+   */
+  devControls: boolean;
+  /**
+   * `IDEM_EXAMPLE_CORS_ORIGINS`: origins (comma-separated, e.g. `http://127.0.0.1:3001`) whose
+   * pages may call the API, through idem's `idemCors`. Defaults to none (same origin only).
+   */
+  corsOrigins: string[];
 }
 
 /** Reads the configuration; throws on a value it cannot use (better than a silent default). */
@@ -78,6 +89,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
     tokenSecret: env.IDEM_EXAMPLE_TOKEN_SECRET || DEFAULT_TOKEN_SECRET,
     maxBodyBytes: integer(env, 'IDEM_EXAMPLE_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
     drainMs: integer(env, 'IDEM_EXAMPLE_DRAIN_MS', 10_000, 0, 600_000),
+    devControls: flag(env, 'IDEM_EXAMPLE_DEV_CONTROLS'),
+    corsOrigins: (env.IDEM_EXAMPLE_CORS_ORIGINS ?? '')
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter(Boolean),
   };
 }
 
@@ -105,4 +121,11 @@ function rate(env: NodeJS.ProcessEnv, name: string): number {
     throw new Error(`${name} must be a number from 0 to 1; got ${text}`);
   }
   return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const text = env[name];
+  if (text === undefined || text === '' || text === '0') return false;
+  if (text === '1') return true;
+  throw new Error(`${name} must be 1 (on) or 0 (off); got ${text}`);
 }

@@ -227,6 +227,9 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
     expect(new Set(rows.map((row) => row.key))).toEqual(new Set([key]));
     expect(rows.filter((row) => row.outcome === 'ok')).toHaveLength(1);
     await expectOneOrderOneCharge(page, account);
+    // The README's picture: IDEM_CHECKOUT_SCREENSHOT=../docs-images/checkout.png (from apps/example).
+    const screenshot = process.env.IDEM_CHECKOUT_SCREENSHOT;
+    if (screenshot) await page.locator('main').screenshot({ path: screenshot });
   });
 
   it('a reload while the payment is in flight, then Pay again: the same key, answered from the stored result', async () => {

@@ -122,7 +122,7 @@ export function CheckoutPage({ attempts, signedIn, faultsUrl, apiOrigin }: Check
           </button>
         )}
       </section>
-      <FaultSwitches url={faultsUrl} />
+      <FaultSwitches url={faultsUrl} attempts={attempts} />
       <section className="card">
         <h2>Server counts</h2>
         <p data-testid="counts">
@@ -200,15 +200,19 @@ function Attempts({ log }: { log: AttemptLog }) {
   );
 }
 
-/** The server's fault switches, when it serves them (IDEM_EXAMPLE_DEV_CONTROLS=1). */
-function FaultSwitches({ url }: { url: string }) {
+/**
+ * The server's fault switches, when it serves them (IDEM_EXAMPLE_DEV_CONTROLS=1), read again
+ * after every attempt (a drop or a 503 uses one up).
+ */
+function FaultSwitches({ url, attempts }: { url: string; attempts: AttemptLog }) {
   const [state, setState] = useState<FaultState | null | 'off'>(null);
+  const rows = useSyncExternalStore(attempts.subscribe, attempts.rows);
   useEffect(() => {
     fetch(url).then(
       async (response) => setState(response.ok ? ((await response.json()) as FaultState) : 'off'),
       () => setState('off'),
     );
-  }, [url]);
+  }, [url, rows]);
   const change = async (body: Partial<FaultState>) => {
     const response = await fetch(url, {
       method: 'POST',

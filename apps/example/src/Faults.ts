@@ -18,6 +18,14 @@ export const CRASH_POINTS = [
 ] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
+/** The faults switched on at run time (the checkout page's switches, `POST /dev/faults`). */
+export interface FaultSwitches {
+  /** Fresh mutation responses still to drop, on top of the drop rate. */
+  dropNext: number;
+  /** Mutation requests (POST) still to answer with 503 before they reach tRPC. */
+  burst503: number;
+}
+
 /** Where a request came from: only HTTP requests trigger faults, never the completer. */
 export type RequestOrigin = 'http' | 'completer';
 
@@ -30,10 +38,15 @@ export type RequestOrigin = 'http' | 'completer';
  *   fresh executions (POST, 200, not a replay): the work is committed, the caller never hears.
  *   Drops are spread evenly and start with the first (rate 0.5 drops the 1st, 3rd, 5th...), so
  *   demos and tests repeat. Replays and errors are never dropped.
+ * - Run-time switches (see {@link FaultSwitches}): drop the next fresh responses, and answer the
+ *   next mutation requests with an HTML 503 and `Retry-After: 1` (an overloaded gateway; the
+ *   request never reaches tRPC).
  */
 export class Faults {
   #crashed = false;
   #eligible = 0;
+  #dropNext = 0;
+  #burst503 = 0;
 
   constructor(
     readonly crashAt: CrashPoint | null,
@@ -62,9 +75,17 @@ export class Faults {
    * execution, then drops it or (at `after-commit-before-response`) kills the process instead.
    */
   readonly middleware = (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
+    if (req.method === 'POST' && this.#burst503 > 0) {
+      this.#burst503--;
+      this.log({ msg: 'fault.burst-503', path: req.url ?? null, left: this.#burst503 });
+      req.resume();
+      res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '1' });
+      res.end('<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>\n');
+      return;
+    }
     if (
       req.method === 'POST' &&
-      (this.dropRate > 0 || this.crashAt === 'after-commit-before-response')
+      (this.dropRate > 0 || this.#dropNext > 0 || this.crashAt === 'after-commit-before-response')
     ) {
       this.#intercept(req, res);
     }
@@ -98,7 +119,24 @@ export class Faults {
   }
 
   #nextIsDropped(): boolean {
+    if (this.#dropNext > 0) {
+      this.#dropNext--;
+      return true;
+    }
     return this.dropRate > 0 && isDropped(++this.#eligible, this.dropRate);
+  }
+
+  /** The run-time switches now. */
+  get switches(): FaultSwitches {
+    return { dropNext: this.#dropNext, burst503: this.#burst503 };
+  }
+
+  /** Sets run-time switches (the ones given; counts from 0 to 100). */
+  switch(change: Partial<FaultSwitches>): FaultSwitches {
+    if (change.dropNext !== undefined) this.#dropNext = change.dropNext;
+    if (change.burst503 !== undefined) this.#burst503 = change.burst503;
+    this.log({ msg: 'fault.switch', ...this.switches });
+    return this.switches;
   }
 }
 

@@ -59,7 +59,8 @@ export interface ProcessorRequestOptions {
 export class StandInProcessor {
   constructor(
     private readonly db: AppDb,
-    private readonly latencyMs: number,
+    /** The simulated latency in milliseconds; the checkout page's "slow processor" switch sets it. */
+    public latencyMs: number,
     private readonly log: JsonLogger,
     /** Defaults to `deduplicating`. */
     private readonly mode: ProcessorMode = 'deduplicating',

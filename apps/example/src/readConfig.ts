@@ -70,6 +70,17 @@ export interface ExampleConfig {
    * Defaults to 5 000 ms.
    */
   databaseStatementTimeoutMs: number;
+  /**
+   * `IDEM_EXAMPLE_DEV_CONTROLS=1`: serve `GET`/`POST /dev/faults`, the fault switches of the
+   * checkout page (drop the next response, a 503 burst, a slow processor). Defaults to off: anyone
+   * who can reach the server could then break it. Any other value than `1` or `0` is refused.
+   */
+  devControls: boolean;
+  /**
+   * `IDEM_EXAMPLE_CORS_ORIGINS`: origins (comma-separated, e.g. `http://127.0.0.1:3001`) whose
+   * pages may call the API, through idem's `idemCors`. Defaults to none (same origin only).
+   */
+  corsOrigins: string[];
 }
 
 /** The values of `IDEM_EXAMPLE_DATABASE_POOLER`. */
@@ -118,6 +129,11 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
       0,
       3_600_000,
     ),
+    devControls: flag(env, 'IDEM_EXAMPLE_DEV_CONTROLS'),
+    corsOrigins: (env.IDEM_EXAMPLE_CORS_ORIGINS ?? '')
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter(Boolean),
   };
 }
 
@@ -155,4 +171,11 @@ function pooler(env: NodeJS.ProcessEnv): DatabasePooler {
     );
   }
   return text as DatabasePooler;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const text = env[name];
+  if (text === undefined || text === '' || text === '0') return false;
+  if (text === '1') return true;
+  throw new Error(`${name} must be 1 (on) or 0 (off); got ${text}`);
 }

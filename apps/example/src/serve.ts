@@ -11,6 +11,9 @@ const config = readConfig();
 const log = jsonLogger();
 const example = await startExample(config, log);
 process.stdout.write(`listening on ${example.url} (${example.database.where})\n`);
+process.stdout.write(
+  `checkout page: ${new URL('/', example.url).href}?token=<pnpm demo-token acct_alice1>${config.devControls ? ' (fault switches on)' : ''}\n`,
+);
 log({
   msg: 'started',
   url: example.url,
@@ -22,6 +25,8 @@ log({
   dropRate: config.dropRate,
   maxBodyBytes: config.maxBodyBytes,
   drainMs: config.drainMs,
+  devControls: config.devControls,
+  corsOrigins: config.corsOrigins,
 });
 
 // Shutdown: drain for at most drainMs (readConfig.ts), then stop the workers and close the

@@ -1,7 +1,9 @@
-import type { Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createReaper, idemResponseMeta } from '@idem/server';
+import { createReaper, idemCors, idemResponseMeta } from '@idem/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
+import { checkoutPage } from './checkout/checkoutPage.js';
+import { faultControl } from './checkout/faultControl.js';
 import { createAppRouter } from './createAppRouter.js';
 import { appContext } from './createContext.js';
 import { Faults } from './Faults.js';
@@ -86,12 +88,33 @@ export async function startExample(
     onError: (error) => log({ msg: 'reaper.error', error: describeError(error) }),
   });
 
+  // In front of tRPC, in order: CORS for the origins allowed (the checkout page on another port),
+  // the checkout page (GET / and /checkout.js), the fault switches (only with dev controls on),
+  // then the fault injection.
+  const middlewares = [
+    ...(config.corsOrigins.length > 0
+      ? [idemCors({ origins: config.corsOrigins, allowHeaders: ['Authorization'] }).middleware]
+      : []),
+    checkoutPage({ apiUrl: '/trpc' }),
+    ...(config.devControls
+      ? [
+          faultControl({
+            faults,
+            processor,
+            normalLatencyMs: config.processorLatencyMs,
+            slowLatencyMs: slowProcessorLatencyMs(config.leaseMs),
+            log,
+          }),
+        ]
+      : []),
+    faults.middleware,
+  ];
   const server = createHTTPServer({
     router,
     basePath: '/trpc/',
     createContext: appContext(config.tokenSecret),
     responseMeta: idemResponseMeta,
-    middleware: faults.middleware,
+    middleware: chain(middlewares),
     // Counted while the body streams in: the request fails with 413 once it passes the limit.
     maxBodySize: config.maxBodyBytes,
   });
@@ -119,6 +142,29 @@ export async function startExample(
     [Symbol.asyncDispose]: async () => {
       await close();
     },
+  };
+}
+
+/**
+ * The processor's latency behind the page's "slow processor" switch: 80 % of the charge's time
+ * limit (half the lease), so a charge is slow enough to reload the page meanwhile and still ends
+ * inside its limit. 1 200 ms with the default 3 s lease.
+ */
+export function slowProcessorLatencyMs(leaseMs: number): number {
+  return Math.round((leaseMs / 2) * 0.8);
+}
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: () => void) => void;
+
+/** Connect-style middlewares run in order; each calls `next` to pass the request on. */
+function chain(middlewares: readonly Middleware[]): Middleware {
+  return (req, res, next) => {
+    const run = (index: number): void => {
+      const middleware = middlewares[index];
+      if (!middleware) return next();
+      middleware(req, res, () => run(index + 1));
+    };
+    run(0);
   };
 }
 

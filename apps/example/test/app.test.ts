@@ -54,5 +54,14 @@ describe('the example app', () => {
     expect(() => readConfig({ IDEM_EXAMPLE_CRASH_AT: 'later' })).toThrow(/after-claim/);
     expect(() => readConfig({ IDEM_EXAMPLE_DROP_RATE: '2' })).toThrow(/0 to 1/);
     expect(() => readConfig({ PORT: 'http' })).toThrow(/PORT/);
+    // The fault switches are off unless asked for with exactly 1.
+    expect(readConfig({}).devControls).toBe(false);
+    expect(readConfig({ IDEM_EXAMPLE_DEV_CONTROLS: '1' }).devControls).toBe(true);
+    expect(() => readConfig({ IDEM_EXAMPLE_DEV_CONTROLS: 'yes' })).toThrow(/1 \(on\) or 0/);
+    expect(readConfig({}).corsOrigins).toEqual([]);
+    expect(
+      readConfig({ IDEM_EXAMPLE_CORS_ORIGINS: 'http://127.0.0.1:3001, http://localhost:5173' })
+        .corsOrigins,
+    ).toEqual(['http://127.0.0.1:3001', 'http://localhost:5173']);
   });
 });

@@ -18,6 +18,7 @@ import { idemFetch } from './idemFetch.js';
 import { eitherSignal, firstEnvelope, type Envelope } from './firstEnvelope.js';
 import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from './IdemEvent.js';
 import type { IdempotencyKeyFunction, IdempotentProcedures } from './IdempotentProcedures.js';
+import { randomKey } from './intentKeys.js';
 import { resolveIdempotencyKey } from './resolveIdempotencyKey.js';
 import { RetryBudget } from './RetryBudget.js';
 import { systemClock, type RetryClock } from './RetryClock.js';
@@ -179,7 +180,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
         let idempotencyKey: string | undefined;
         if (operation === 'idempotent-mutation') {
           try {
-            idempotencyKey = resolveIdempotencyKey(op, keyFunctions.get(op.path), randomUUID);
+            idempotencyKey = resolveIdempotencyKey(op, keyFunctions.get(op.path), randomKey);
           } catch (error) {
             dispose();
             observer.error(toClientError(error));
@@ -210,7 +211,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
           retryOn500,
           clock,
           random,
-          newRequestId: randomUUID,
+          newRequestId: randomKey,
           signal,
           onRetry,
           onGiveUp,
@@ -230,8 +231,4 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
       });
     };
   };
-}
-
-function randomUUID(): string {
-  return globalThis.crypto.randomUUID();
 }

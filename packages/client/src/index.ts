@@ -63,3 +63,6 @@ export {
 export type { IdemClientErrorCode, IdemGiveUpCode } from './IdemClientError.js';
 export { idemErrorOf } from './idemErrorOf.js';
 export { CLIENT_METRICS } from './clientTelemetry.js';
+
+export { intentKeys, memoryStorage, randomKey } from './intentKeys.js';
+export type { IntentKeys, IntentKeysOptions, IntentKeyStorage } from './intentKeys.js';

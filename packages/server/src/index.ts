@@ -52,3 +52,10 @@ export { IdemRequestError, isIdemRequestError } from './IdemRequestError.js';
 export { retryUnsafe } from './retryUnsafe.js';
 export { assertRouterDecided, auditRouter, describeAuditFindings } from './auditRouter.js';
 export type { AuditedMutation, MisplacedIdempotency, RouterAudit } from './auditRouter.js';
+export {
+  idemCors,
+  IDEM_CORS_ALLOW_HEADERS,
+  IDEM_CORS_EXPOSE_HEADERS,
+  type IdemCors,
+  type IdemCorsOptions,
+} from './idemCors.js';

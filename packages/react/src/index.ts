@@ -1,0 +1,2 @@
+export { useIntentKey } from './useIntentKey.js';
+export type { IntentKeyHandle, UseIntentKeyOptions } from './useIntentKey.js';

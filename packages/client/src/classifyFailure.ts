@@ -80,6 +80,7 @@ const CONNECTION_LOST_CODES = new Set([
 const REASON_KINDS: Record<IdemReason, FailureKind> = {
   IDEMPOTENCY_REQUEST_IN_PROGRESS: 'in-progress',
   IDEMPOTENCY_STORE_UNAVAILABLE: 'http-503',
+  IDEMPOTENCY_OUTCOME_LOOKUP_PENDING: 'http-503',
   IDEMPOTENCY_KEY_REUSED: 'key-reused',
   IDEMPOTENCY_KEY_MISSING: 'key-rejected',
   IDEMPOTENCY_KEY_INVALID: 'key-rejected',

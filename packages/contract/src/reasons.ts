@@ -37,6 +37,16 @@ export const IDEM_REASON_TABLE = {
    * record before anything runs again. Retrying does not help.
    */
   IDEMPOTENCY_OUTCOME_UNKNOWN: { httpStatus: 409, trpcCode: 'CONFLICT', retryable: false },
+  /**
+   * An external call's outcome became unknown (it timed out), and the remote system can be asked:
+   * retry with the same key after `retryAfterMs`; the retry looks the outcome up before it calls
+   * again, and never calls twice.
+   */
+  IDEMPOTENCY_OUTCOME_LOOKUP_PENDING: {
+    httpStatus: 503,
+    trpcCode: 'SERVICE_UNAVAILABLE',
+    retryable: true,
+  },
   /** The replayed result referred to a resource that has been deleted since. */
   IDEMPOTENCY_RESOURCE_GONE: { httpStatus: 404, trpcCode: 'NOT_FOUND', retryable: false },
   /** The stored result cannot be replayed (a secret shown once); the first response was final. */

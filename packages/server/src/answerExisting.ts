@@ -1,11 +1,11 @@
-import { TRPCError } from '@trpc/server';
+import type { TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
 import { acceptedResponse } from './acceptedResponse.js';
 import { fingerprint } from './fingerprint.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
 import { STORED_TAGS } from './ReplayStrategy.js';
-import { storedFailureSchema } from './storedFailure.js';
+import { storedFailureError, storedFailureSchema } from './storedFailure.js';
 
 /**
  * Answers a request whose key another request claimed: replay a stored outcome, or refuse by
@@ -66,7 +66,7 @@ async function replay(job: IdemJob, record: IdempotencyRecord): Promise<NextResu
     const failure = storedFailureSchema.parse(JSON.parse(body));
     result = {
       ok: false,
-      error: new TRPCError({ code: failure.code, message: failure.message }),
+      error: storedFailureError(failure),
       marker: middlewareMarker,
     };
   } else {

@@ -1,4 +1,3 @@
-import { TRPCError } from '@trpc/server';
 import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
 import { acceptedResponse } from './acceptedResponse.js';
 import { answerExisting, inProgress } from './answerExisting.js';
@@ -8,7 +7,7 @@ import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
 import { PhasedExecution } from './PhasedExecution.js';
 import { storeUnavailable } from './storeUnavailable.js';
-import { serializeFailure } from './storedFailure.js';
+import { serializeFailure, storedFailureError } from './storedFailure.js';
 import { storeResult } from './storeResult.js';
 
 /**
@@ -141,6 +140,10 @@ async function runClaimed(
     throw inProgress(job, record.operationId);
   }
   emitExecuted(job, record.operationId, outcome, takeover, started);
+  if (outcome === 'failed' && !result.ok) {
+    // Stored: answered exactly as every replay will be.
+    return { ok: false, error: storedFailureError(result.error), marker: result.marker };
+  }
   const unsettled = result.ok ? null : phased.unsettled;
   if (unsettled === 'NEEDS_RECONCILIATION') {
     throw job.reject(
@@ -151,10 +154,11 @@ async function runClaimed(
   }
   if (unsettled === 'OUTCOME_UNKNOWN') {
     // Retryable: the next attempt asks the remote system before it calls again.
-    throw new TRPCError({
-      code: 'SERVICE_UNAVAILABLE',
-      message: 'an external call timed out; retry with the same key: it will be looked up first',
-    });
+    throw job.reject(
+      'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING',
+      'an external call timed out; retry with the same key: it will be looked up first',
+      { retryAfterMs: job.runtime.inProgressRetryAfterMs, operationId: record.operationId },
+    );
   }
   return result;
 }

@@ -8,6 +8,7 @@ import { describeMetricsGates } from './metricsGates.js';
 import { describeOperationGates } from './operationGates.js';
 import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
+import { itProducedEveryReason } from './fixtures/reasonLedger.js';
 
 describe('PGlite', () => {
   describeServerGates('PGlite', () => pgliteEnv());
@@ -37,4 +38,7 @@ describe('PGlite', () => {
     expect(app.counter.calls['orders.create']).toBe(1);
     expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
   });
+
+  // Last: every reason above, checked against the contract's table.
+  itProducedEveryReason();
 });

@@ -13,6 +13,7 @@ import { describeMetricsGates } from './metricsGates.js';
 import { describeOperationGates } from './operationGates.js';
 import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
+import { itProducedEveryReason } from './fixtures/reasonLedger.js';
 
 const available = await postgresAvailable();
 const order = { sku: 'sku-1', quantity: 2 };
@@ -99,4 +100,7 @@ describe.skipIf(!available)('PostgreSQL', () => {
     expect(app.counter.calls['orders.create']).toBeUndefined();
     await client.end({ timeout: 1 });
   });
+
+  // Last: every reason above, checked against the contract's table.
+  itProducedEveryReason();
 });

@@ -210,6 +210,8 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       });
       const first = await server.call('pay', pay, 'k-timeout');
       expect(first.status).toBe(503);
+      expect(first.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_LOOKUP_PENDING');
+      expect(first.headers['retry-after']).toBe('1');
       expect(await stateOf(env)).toBe('OUTCOME_UNKNOWN');
       // While the call could still be in flight, a lookup could miss it: the retry is told to wait.
       const early = await server.call('pay', pay, 'k-timeout');

@@ -7,6 +7,7 @@ import { httpPost } from '@idem/testing';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
+import { noteReason } from './fixtures/reasonLedger.js';
 import { idemResponseMeta, type IdemServerEvent, type MaskedError } from '../src/index.js';
 
 const order = { sku: 'sku-1', quantity: 2 };
@@ -166,6 +167,9 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.json.error.message).toBe(first.json.error.message);
       expect(again.json.error.data.code).toBe('NOT_FOUND');
+      // tRPC's isDev is on here (NODE_ENV is not production): still no stack, byte for byte.
+      expect(first.json.error.data.stack).toBeUndefined();
+      expect(again.text).toBe(first.text);
       expect(app.counter.calls['orders.reject']! - before).toBe(1);
       expect(await env.count(ordersOf(acct))).toBe(0);
     });
@@ -248,6 +252,7 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
         JSON.stringify({ 0: { id: 1 }, 1: order, 2: order }),
         { authorization: `Bearer ${acct}`, 'idempotency-key': 'k-batch' },
       );
+      noteReason(res);
       expect(res.status).toBe(400);
       expect(res.headers['idempotent-replayed']).toBeUndefined();
       expect(res.json).toHaveLength(3);

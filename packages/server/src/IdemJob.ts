@@ -14,6 +14,7 @@ import type { ReplayStrategy } from './ReplayStrategy.js';
 import type { ResultSerializer } from './ResultSerializer.js';
 import type { TextCipher } from './aesGcmCipher.js';
 import type { IdemTelemetry } from './idemTelemetry.js';
+import type { ProcedureWindowRegistry } from './procedureWindows.js';
 
 /** Per-procedure settings after defaults were applied (configured once per procedure). */
 export interface ResolvedProcedureOptions {
@@ -38,6 +39,8 @@ export interface IdemRuntime {
   maxTakeovers: number;
   inputCipher: TextCipher | null;
   telemetry: IdemTelemetry;
+  /** Each procedure's replay window and retention, for writes outside a request (cancel). */
+  windows: ProcedureWindowRegistry;
   emit(event: IdemServerEvent): void;
 }
 

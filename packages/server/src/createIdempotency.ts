@@ -42,6 +42,7 @@ import { createCompleter, type Completer, type CompleterOptions } from './create
 import { createOperationTools, type OperationTools } from './operationTools.js';
 import type { TextCipher } from './aesGcmCipher.js';
 import { createIdemTelemetry } from './idemTelemetry.js';
+import { ProcedureWindowRegistry } from './procedureWindows.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
 export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
@@ -229,6 +230,10 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     maxTakeovers: checkedMaxTakeovers(options.maxTakeovers),
     inputCipher: options.inputCipher ?? null,
     telemetry,
+    windows: new ProcedureWindowRegistry({
+      replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
+      retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,
+    }),
     emit: (event) => {
       telemetry.onEvent(event);
       if (!onEvent) return;
@@ -258,6 +263,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       replay,
     };
     suffixes.add(resolved.scopeSuffix);
+    runtime.windows.built(resolved);
     if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
       throw new TypeError(
         "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
@@ -318,6 +324,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
           `idem: ${misplaced.map(({ path, problem }) => `${path}: ${problem}`).join('; ')}`,
         );
       }
+      runtime.windows.learn(completerOptions.router);
       return createCompleter(runtime, completerOptions);
     },
     ...createOperationTools(runtime, scopesOf),
@@ -347,6 +354,7 @@ async function prepareJob<TContext extends IdemContext>(
   },
 ): Promise<IdemJob> {
   const { ctx, path, type, input } = opts;
+  runtime.windows.seen(path, options);
   if (type !== 'mutation') {
     throw new TRPCError({
       code: 'INTERNAL_SERVER_ERROR',

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RecoveryRecord, RecoveryStore, Resolution, StoredResponse } from '@idem/contract';
 import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS } from '@idem/contract';
+import { checkResolution, type ResultSerializer } from '@idem/server';
 
 /** A record as operators see it: bodies and inputs are shown only on request (they hold user data). */
 export type RecordView = Omit<RecoveryRecord, 'responseBody' | 'inputText' | 'steps'> & {
@@ -26,8 +27,17 @@ export function keyHashOf(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+/** Options of {@link adminCommands}. */
+export interface AdminCommandsOptions {
+  /**
+   * The serializer of the app's procedures, to check a COMPLETED resolution's body the way a
+   * replay will read it. Defaults to `jsonSerializer` (JSON text of the output).
+   */
+  serializer?: ResultSerializer;
+}
+
 /** Operator functions over a recovery store; the CLI is a thin shell around these. */
-export function adminCommands(store: RecoveryStore<unknown>) {
+export function adminCommands(store: RecoveryStore<unknown>, options: AdminCommandsOptions = {}) {
   return {
     /** A record by operation id, or null. */
     show: (operationId: string) => store.findByOperationId(operationId),
@@ -45,17 +55,30 @@ export function adminCommands(store: RecoveryStore<unknown>) {
     /**
      * Resolves a record through the versioned state machine (fenced by the version read just now)
      * and writes an audit row. Returns false when the record changed in between: read it again.
+     * The response is checked first against what a replay needs (see `checkResolution` of
+     * `@idem/server`): a COMPLETED body is the procedure's output; a TERMINAL_FAILURE body is
+     * `{ code, message }` with a 4xx code, and its status is the code's. Anything else throws a
+     * TypeError saying why, and nothing is written.
      */
     resolve: async (
       operationId: string,
       resolution: Omit<Resolution, 'response'> & {
-        response?: Omit<StoredResponse, 'replayWindowMs' | 'retentionMs'>;
+        response?: { status?: number; body: string };
       },
     ) => {
+      const checked = checkResolution(
+        {
+          state: resolution.state,
+          status: resolution.response?.status,
+          body: resolution.response?.body,
+        },
+        options.serializer,
+      );
+      if (!checked.ok) throw new TypeError(checked.message);
       const record = await store.findByOperationId(operationId);
       if (!record) throw new Error(`no record with operation id ${operationId}`);
-      const response = resolution.response && {
-        ...resolution.response,
+      const response: StoredResponse | null = checked.response && {
+        ...checked.response,
         replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,
         retentionMs: DEFAULT_RETENTION_MS,
       };

@@ -6,7 +6,7 @@ import { createPostgresJsStore, migrate } from '@idem/store-drizzle/postgres-js'
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { keyHashOf } from '../src/index.js';
+import { adminCommands, keyHashOf } from '../src/index.js';
 
 const run = promisify(execFile);
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
@@ -81,7 +81,36 @@ describe.skipIf(!available)('idem-admin', () => {
           '--note',
           'x',
         ),
-      ).rejects.toThrow(/--status and --body are required/);
+      ).rejects.toThrow(/--body is required for COMPLETED/);
+      // A free-form failure body (what the docs used to invite) and a status replay would ignore.
+      await expect(
+        admin(
+          database.url,
+          'resolve',
+          operationId,
+          '--state',
+          'TERMINAL_FAILURE',
+          '--actor',
+          'ops',
+          '--note',
+          'x',
+          '--status',
+          '402',
+          '--body',
+          '{"error":"card declined"}',
+        ),
+      ).rejects.toThrow(/\{"code":"<tRPC error code>","message":"..."\}/);
+      await expect(
+        adminCommands(store).resolve(operationId, {
+          state: 'TERMINAL_FAILURE',
+          actor: 'ops',
+          note: 'x',
+          response: { status: 402, body: '{"code":"NOT_FOUND","message":"no such charge"}' },
+        }),
+      ).rejects.toThrow(/replays with status 404: drop --status or give 404, not 402/);
+      expect(await store.findByOperationId(operationId)).toMatchObject({
+        state: 'NEEDS_RECONCILIATION',
+      });
       const resolved = await admin(
         database.url,
         'resolve',

@@ -32,6 +32,8 @@ export type {
 } from './PhasedExecution.js';
 export type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
 export { jsonSerializer } from './ResultSerializer.js';
+export { checkResolution } from './resolutionResponse.js';
+export type { CheckedResolution, ResolutionRequest } from './resolutionResponse.js';
 export type { ResultSerializer } from './ResultSerializer.js';
 export type { ReplayStrategy } from './ReplayStrategy.js';
 export { aesGcmCipher } from './aesGcmCipher.js';

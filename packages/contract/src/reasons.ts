@@ -12,8 +12,11 @@ export const IDEM_REASON_TABLE = {
   /** The key is empty, too long, has characters outside 0x21-0x7E, or the header was repeated. */
   IDEMPOTENCY_KEY_INVALID: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
   /**
-   * The input holds a string PostgreSQL cannot store in `text` (U+0000, NUL, in a value or an
-   * object key): refused before the key is claimed, so nothing is stored.
+   * The input cannot be stored or fingerprinted faithfully: a string PostgreSQL cannot store in
+   * `text` (U+0000, NUL, in a value or an object key), a value the fingerprint cannot tell apart
+   * (a function, a class instance without `toJSON`, a circular structure), or, in external mode,
+   * a value the configured serializer does not carry (a Map with the JSON serializer). Refused
+   * before the key is claimed, so nothing is stored.
    */
   IDEMPOTENCY_INPUT_UNSTORABLE: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
   /**

@@ -13,7 +13,7 @@ import { storedFailureError, storedFailureSchema } from './storedFailure.js';
  */
 export async function answerExisting(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
   const operationId = record.operationId;
-  if (record.fingerprint !== fingerprint(job.input, record.fingerprintVersion)) {
+  if (record.fingerprint !== fingerprintOrNull(job.input, record.fingerprintVersion)) {
     throw job.reject(
       'IDEMPOTENCY_KEY_REUSED',
       'this Idempotency-Key was already used with a different input; use a new key for a new request',
@@ -39,6 +39,18 @@ export async function answerExisting(job: IdemJob, record: IdempotencyRecord): P
     case 'IN_PROGRESS':
     case 'RETRYABLE_FAILURE':
       throw inProgress(job, operationId);
+  }
+}
+
+/**
+ * The input's fingerprint by the record's algorithm version; null when that algorithm cannot
+ * take this input (algorithm 1 and a BigInt): it cannot be the input the record was made from.
+ */
+function fingerprintOrNull(input: unknown, version: number): string | null {
+  try {
+    return fingerprint(input, version);
+  } catch {
+    return null;
   }
 }
 

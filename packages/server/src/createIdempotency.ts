@@ -26,7 +26,8 @@ import {
 import { executeExternal } from './executeExternal.js';
 import { executeLocal } from './executeLocal.js';
 import { isDatabaseUnreachable, storeUnavailable } from './storeUnavailable.js';
-import { findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
+import { findNul, hashIdempotencyKey } from './fingerprint.js';
+import { claimFingerprint } from './claimFingerprint.js';
 import type { IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
@@ -417,9 +418,17 @@ async function prepareJob<TContext extends IdemContext>(
   if (nulAt)
     throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
 
+  const checked = claimFingerprint(
+    input,
+    options.mode === 'external' && !resume,
+    runtime.serializer,
+  );
+  if (!checked.ok) throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', checked.message);
   const storedInput =
     options.mode === 'external'
-      ? (runtime.inputCipher?.encrypt ?? identity)(runtime.serializer.serialize(input))
+      ? (runtime.inputCipher?.encrypt ?? identity)(
+          checked.storedText ?? runtime.serializer.serialize(input),
+        )
       : null;
   return {
     runtime,
@@ -433,7 +442,7 @@ async function prepareJob<TContext extends IdemContext>(
       scope,
       procedure: path,
       keyHash,
-      fingerprint: fingerprint(input),
+      fingerprint: checked.fingerprint,
       fingerprintVersion: FINGERPRINT_VERSION,
       leaseMs: options.leaseMs,
       owner: runtime.owner,

@@ -8,7 +8,14 @@ import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
 import { noteReason } from './fixtures/reasonLedger.js';
-import { idemResponseMeta, type IdemServerEvent, type MaskedError } from '../src/index.js';
+import type { IdempotencyStore } from '@idem/contract';
+import {
+  fingerprint,
+  hashIdempotencyKey,
+  idemResponseMeta,
+  type IdemServerEvent,
+  type MaskedError,
+} from '../src/index.js';
 
 const order = { sku: 'sku-1', quantity: 2 };
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
@@ -83,6 +90,32 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(reordered.status).toBe(200);
       expect(reordered.headers['idempotent-replayed']).toBe('true');
       expect(reordered.text).toBe(first.text);
+    });
+
+    it('compares a live record by the fingerprint algorithm it was made by (records of algorithm 1)', async () => {
+      const acct = account();
+      const store = env.store as unknown as IdempotencyStore<unknown>;
+      const claim = await store.claim({
+        scope: acct,
+        procedure: 'orders.create',
+        keyHash: hashIdempotencyKey('k-v1'),
+        fingerprint: fingerprint(order, 1),
+        fingerprintVersion: 1,
+        leaseMs: 30_000,
+        owner: 'before-the-upgrade',
+        input: null,
+      });
+      if (claim.kind !== 'claimed') throw new Error('expected a fresh claim');
+      const body = JSON.stringify({ id: -1, sku: order.sku, quantity: order.quantity });
+      const windows = { replayWindowMs: 60_000, retentionMs: 60_000 };
+      const fence = { id: claim.record.id, version: claim.record.version };
+      expect(await store.complete(fence, { status: 200, body, ...windows })).toBe(true);
+      const replay = await create(order, 'k-v1', acct);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json.result.data).toEqual(JSON.parse(body));
+      const other = await create({ ...order, quantity: 3 }, 'k-v1', acct);
+      expect(other.json.error.data.idem.reason).toBe('IDEMPOTENCY_KEY_REUSED');
+      expect(await env.count(ordersOf(acct))).toBe(0);
     });
 
     it('keeps scopes apart: another caller with the same key runs separately and never sees the first result', async () => {

@@ -18,6 +18,7 @@ const usage = `usage: idem-admin <command> [options]
 record commands (DATABASE_URL must be set):
   show <operationId> [--show-bodies]
   find --scope S --procedure P (--key K | --key-hash H) [--show-bodies]
+                                   --key needs IDEM_KEY_SECRET: the app's keySecret
   stuck [--grace-ms 300000] [--limit 50]
   resolve <operationId> --state COMPLETED|TERMINAL_FAILURE|RETRYABLE_FAILURE --actor A --note N
           COMPLETED:        --body '<the procedure's output as JSON>' [--status 200]
@@ -89,7 +90,10 @@ const url = process.env.DATABASE_URL;
 if (!url) fail('DATABASE_URL is not set');
 
 const client = postgres(url, { max: 2, onnotice: () => {} });
-const admin = adminCommands(createPostgresJsStore(drizzle(client)) as never);
+const keySecret = process.env.IDEM_KEY_SECRET;
+const admin = adminCommands(createPostgresJsStore(drizzle(client)) as never, {
+  ...(keySecret ? { keySecret } : {}),
+});
 const show = values['show-bodies'];
 
 try {

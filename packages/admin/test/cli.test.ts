@@ -12,9 +12,11 @@ const run = promisify(execFile);
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const available = await postgresAvailable();
 
+const KEY_SECRET = 'the-apps-key-secret-0123456789abcdef';
+
 async function admin(url: string, ...args: string[]) {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', cli, ...args], {
-    env: { ...process.env, DATABASE_URL: url },
+    env: { ...process.env, DATABASE_URL: url, IDEM_KEY_SECRET: KEY_SECRET },
   });
   return JSON.parse(stdout);
 }
@@ -30,7 +32,7 @@ describe.skipIf(!available)('idem-admin', () => {
       const claim = await store.claim({
         scope: 'acct_ops',
         procedure: 'payments.create',
-        keyHash: keyHashOf('pay-42'),
+        keyHash: keyHashOf('pay-42', KEY_SECRET, 'acct_ops'),
         fingerprint: 'f'.repeat(64),
         fingerprintVersion: 1,
         leaseMs: 30_000,
@@ -61,6 +63,21 @@ describe.skipIf(!available)('idem-admin', () => {
         'pay-42',
       );
       expect(found.operationId).toBe(operationId);
+      // Without the app's secret a key cannot be found: the table holds HMACs.
+      await expect(
+        adminCommands(store).find({
+          scope: 'acct_ops',
+          procedure: 'payments.create',
+          key: 'pay-42',
+        }),
+      ).rejects.toThrow(/IDEM_KEY_SECRET/);
+      expect(
+        await adminCommands(store, { keySecret: 'another-secret-0123456789abcdefghij' }).find({
+          scope: 'acct_ops',
+          procedure: 'payments.create',
+          key: 'pay-42',
+        }),
+      ).toBeNull();
       const stuck = await admin(database.url, 'stuck');
       expect(stuck.report.needsReconciliation).toBe(1);
       // Why a person is needed: the poison cap, here.

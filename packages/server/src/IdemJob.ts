@@ -39,6 +39,8 @@ export interface IdemRuntime {
   maxTakeovers: number;
   inputCipher: TextCipher | null;
   telemetry: IdemTelemetry;
+  /** The secret key hashes are keyed with, and the previous ones checked on claim. */
+  keySecrets: { current: string; previous: readonly string[] };
   /** Each procedure's replay window and retention, for writes outside a request (cancel). */
   windows: ProcedureWindowRegistry;
   emit(event: IdemServerEvent): void;

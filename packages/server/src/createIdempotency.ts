@@ -26,7 +26,8 @@ import {
 import { executeExternal } from './executeExternal.js';
 import { executeLocal } from './executeLocal.js';
 import { isDatabaseUnreachable, storeUnavailable } from './storeUnavailable.js';
-import { findNul, hashIdempotencyKey } from './fingerprint.js';
+import { findNul } from './fingerprint.js';
+import { checkedKeySecrets, claimKeyHash, hashIdempotencyKey } from './keyHash.js';
 import { claimFingerprint } from './claimFingerprint.js';
 import type { IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
@@ -55,6 +56,21 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
    * refused. Put idem after your authentication middleware.
    */
   scope: (ctx: TContext) => string | Promise<string>;
+  /**
+   * Required. The server secret idempotency keys are hashed with (HMAC-SHA256 of the scope and the
+   * key), at least 32 characters: e.g. `openssl rand -hex 32`, kept in your config. The table and
+   * the logs keep only this hash: the same key in two scopes hashes apart, and a key guessed from
+   * a business id cannot be confirmed without the secret. There is no default: a missing or
+   * short secret is a start-up error, never a plain hash. Changing it turns every live key into a
+   * new request, unless the old secret is listed in `previousKeySecrets`.
+   */
+  keySecret: string;
+  /**
+   * Secrets `keySecret` replaced, newest first, for a rotation: a request whose key has a live
+   * record under one of them keeps that record (one extra read per listed secret per request).
+   * Drop them once the replay window has passed since the switch. Defaults to none.
+   */
+  previousKeySecrets?: readonly string[];
   /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
   defaults?: IdempotencyOptions;
   /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
@@ -217,6 +233,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     );
   }
   if (!options.store) throw new TypeError('createIdempotency: `store` is required');
+  const keySecrets = checkedKeySecrets(options.keySecret, options.previousKeySecrets);
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
   const onEvent = options.onEvent;
   const telemetry = createIdemTelemetry({
@@ -231,6 +248,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     maxTakeovers: checkedMaxTakeovers(options.maxTakeovers),
     inputCipher: options.inputCipher ?? null,
     telemetry,
+    keySecrets,
     windows: new ProcedureWindowRegistry({
       replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
       retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,
@@ -389,10 +407,10 @@ async function prepareJob<TContext extends IdemContext>(
   const parsed = resume
     ? ({ ok: true, keyHash: resume.keyHash } as const)
     : parseIdempotencyKey(request.keyValues);
-  const keyHash = parsed.ok
+  let keyHash = parsed.ok
     ? 'keyHash' in parsed
       ? parsed.keyHash
-      : hashIdempotencyKey(parsed.key)
+      : hashIdempotencyKey(parsed.key, runtime.keySecrets.current, scope)
     : '';
   const event = { procedure: path, scope, keyHash, requestId: request.requestId };
 
@@ -407,6 +425,18 @@ async function prepareJob<TContext extends IdemContext>(
     return idemTRPCError(reason, message, extra);
   };
   if (!parsed.ok) throw reject(parsed.reason, parsed.message);
+  if ('key' in parsed && runtime.keySecrets.previous.length > 0) {
+    try {
+      keyHash = await claimKeyHash(runtime.store, runtime.keySecrets, {
+        scope,
+        procedure: path,
+        key: parsed.key,
+      });
+    } catch (error) {
+      throw storeUnavailable({ runtime, event, reject }, error);
+    }
+    event.keyHash = keyHash;
+  }
   if (request.batch) {
     throw reject(
       'IDEMPOTENCY_BATCH_REFUSED',

@@ -94,8 +94,3 @@ export function fingerprint(input: unknown, version: number = FINGERPRINT_VERSIO
   if (!algorithm) throw new Error(`unknown fingerprint algorithm version ${version}`);
   return algorithm(input);
 }
-
-/** SHA-256 (hex) of an idempotency key: what the store keeps and logs show instead of the key. */
-export function hashIdempotencyKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
-}

@@ -10,7 +10,7 @@ import {
   processorCounts,
   type PaymentsAppOptions,
 } from './fixtures/paymentsApp.js';
-import { Gate } from './fixtures/testApp.js';
+import { Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 
 const acct = 'acct_ops';
 
@@ -171,7 +171,11 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
         expect(resumed.status).toBe(200);
         const { operationId } = (await (
           env.store as unknown as RecoveryStore<unknown>
-        ).readRecovery({ scope: acct, procedure: path, keyHash: hashIdempotencyKey(key) }))!;
+        ).readRecovery({
+          scope: acct,
+          procedure: path,
+          keyHash: hashIdempotencyKey(key, TEST_KEY_SECRET, acct),
+        }))!;
         expect(resumed.json.result.data).toEqual({
           name: 'ci',
           token: `tok_secret_${operationId}`,

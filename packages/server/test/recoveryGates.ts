@@ -10,7 +10,7 @@ import {
   processorCounts,
   type PaymentsAppOptions,
 } from './fixtures/paymentsApp.js';
-import { Gate } from './fixtures/testApp.js';
+import { Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 
 const LEASE = 10_000;
 /**
@@ -283,7 +283,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const record = (await store.readRecovery({
         scope: acct,
         procedure: 'pay',
-        keyHash: hashIdempotencyKey('k-manual'),
+        keyHash: hashIdempotencyKey('k-manual', TEST_KEY_SECRET, acct),
       }))!;
       expect(record.state).toBe('NEEDS_RECONCILIATION');
       expect(record.reconcileReason).toBe('no_lookup');
@@ -337,7 +337,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const record = (await store.readRecovery({
         scope: acct,
         procedure: 'pay',
-        keyHash: hashIdempotencyKey('k-declined'),
+        keyHash: hashIdempotencyKey('k-declined', TEST_KEY_SECRET, acct),
       }))!;
       // What docs/operations.md used to invite: a free-form body. Refused before anything is written.
       const freeForm = checkResolution({

@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from './fixtures/databases.js';
 import { httpPost } from '@idem/testing';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
-import { createTestApp, Gate } from './fixtures/testApp.js';
+import { createTestApp, Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 import { noteReason } from './fixtures/reasonLedger.js';
 import type { IdempotencyStore } from '@idem/contract';
 import {
@@ -98,7 +98,7 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       const claim = await store.claim({
         scope: acct,
         procedure: 'orders.create',
-        keyHash: hashIdempotencyKey('k-v1'),
+        keyHash: hashIdempotencyKey('k-v1', TEST_KEY_SECRET, acct),
         fingerprint: fingerprint(order, 1),
         fingerprintVersion: 1,
         leaseMs: 30_000,
@@ -116,6 +116,48 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       const other = await create({ ...order, quantity: 3 }, 'k-v1', acct);
       expect(other.json.error.data.idem.reason).toBe('IDEMPOTENCY_KEY_REUSED');
       expect(await env.count(ordersOf(acct))).toBe(0);
+    });
+
+    it('stores keyed hashes, and a rotation keeps live keys only through previousKeySecrets', async () => {
+      const acct = account();
+      const before = 'before-the-rotation-0123456789abcdef';
+      const after = 'after-the-rotation-0123456789abcdefg';
+      const old = createTestApp(env.store as never, { keySecret: before });
+      const rotating = createTestApp(env.store as never, {
+        keySecret: after,
+        previousKeySecrets: [before],
+      });
+      const switched = createTestApp(env.store as never, { keySecret: after });
+      await using oldServer = await serve(old.router);
+      await using rotatingServer = await serve(rotating.router);
+      await using switchedServer = await serve(switched.router);
+      const first = await post(oldServer.url, 'orders.create', order, {
+        key: 'k-rot',
+        account: acct,
+      });
+      expect(first.status).toBe(200);
+      // The table holds HMAC(secret, scope + key): not the plain SHA-256 of a guessable key.
+      const rows = (await env.db.execute(
+        sql`select key_hash from idem_records where scope = ${acct}`,
+      )) as unknown as { key_hash: string }[] | { rows: { key_hash: string }[] };
+      const [row] = Array.isArray(rows) ? rows : rows.rows;
+      expect(row!.key_hash).toBe(hashIdempotencyKey('k-rot', before, acct));
+      expect(row!.key_hash).not.toBe(createHash('sha256').update('k-rot').digest('hex'));
+      // The new secret with the old one listed: the live key is still a retry.
+      const retried = await post(rotatingServer.url, 'orders.create', order, {
+        key: 'k-rot',
+        account: acct,
+      });
+      expect(retried.headers['idempotent-replayed']).toBe('true');
+      expect(retried.text).toBe(first.text);
+      // The new secret alone: the live key is a new request (documented).
+      const anew = await post(switchedServer.url, 'orders.create', order, {
+        key: 'k-rot',
+        account: acct,
+      });
+      expect(anew.status).toBe(200);
+      expect(anew.headers['idempotent-replayed']).toBeUndefined();
+      expect(await env.count(ordersOf(acct))).toBe(2);
     });
 
     it('keeps scopes apart: another caller with the same key runs separately and never sees the first result', async () => {

@@ -43,6 +43,7 @@ import { stepsNeedInputCipher } from './stepResultCodec.js';
 import { createCompleter, type Completer, type CompleterOptions } from './createCompleter.js';
 import { createOperationTools, type OperationTools } from './operationTools.js';
 import type { TextCipher } from './aesGcmCipher.js';
+import type { AcceptedOperation } from './acceptedResponse.js';
 import { createIdemTelemetry } from './idemTelemetry.js';
 import { ProcedureWindowRegistry } from './procedureWindows.js';
 
@@ -134,8 +135,17 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * runs outside any transaction, the result is written conditioned on the record version.
    */
   procedure(
-    options: IdemProcedureOptions & { mode: 'external' },
+    options: IdemProcedureOptions & { mode: 'external'; respond?: 'result' },
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>>;
+  /**
+   * Long-running work (`respond: 'accepted'`, external mode): every request is answered 202 with
+   * `{ operationId, state }` while the work goes on. The procedure's output type, as the client
+   * sees it, is what the wire carries: {@link AcceptedOperation}, whatever the handler returns
+   * (its result is read with `operationStatus`).
+   */
+  procedure(
+    options: IdemProcedureOptions & { mode: 'external'; respond: 'accepted' },
+  ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>, AcceptedOperation>;
 }
 
 function buildPlugin<TContext extends IdemContext>() {
@@ -202,14 +212,14 @@ function inputAfterIdem(path: string): TRPCError {
  * `.input()` a compile error ("All input parsers did not resolve to an object"): written the other
  * way round, a reused key with a different input would replay the first result.
  */
-export type IdemProcedureBuilder<TContext, TIdem> = ProcedureBuilder<
+export type IdemProcedureBuilder<TContext, TIdem, TOutputOut = UnsetMarker> = ProcedureBuilder<
   TContext,
   IdemMeta,
   { idem: TIdem },
   UnsetMarker,
   unknown,
   UnsetMarker,
-  UnsetMarker,
+  TOutputOut,
   false,
   IdemErrorShape | TRPCDefaultErrorShape
 >;

@@ -3,11 +3,18 @@
  * result: the client's output type says what the wire carries.
  */
 import type { IdemMeta, IdempotencyStore, RecordState } from '@idem/contract';
-import { createIdempotency, type AcceptedOperation, type IdemContext } from '@idem/server';
+import {
+  createIdempotency,
+  operationStatusInput,
+  type AcceptedOperation,
+  type IdemContext,
+  type OperationStatus,
+} from '@idem/server';
 import { createTRPCClient, httpLink } from '@trpc/client';
 import { initTRPC, type inferRouterOutputs } from '@trpc/server';
 import { expectTypeOf } from 'vitest';
 import { z } from 'zod';
+import { waitForOperation } from './waitForOperation.js';
 
 const t = initTRPC.context<IdemContext>().meta<IdemMeta>().create();
 const idem = createIdempotency({
@@ -25,6 +32,7 @@ const router = t.router({
     .input(z.object({ month: z.string() }))
     .concat(idem.procedure({ mode: 'external' }))
     .mutation(async () => report),
+  status: t.procedure.input(operationStatusInput).query(idem.operationStatusQuery),
 });
 type Outputs = inferRouterOutputs<typeof router>;
 
@@ -42,5 +50,8 @@ export async function poll(): Promise<string> {
   expectTypeOf(accepted).toEqualTypeOf<AcceptedOperation>();
   // @ts-expect-error the report is not on the wire: read it with the operation's status
   void accepted.rows;
+  // The typed helper waits for the end within its deadline, typed by the status query.
+  const status = await waitForOperation(client.status.query, accepted, { timeoutMs: 60_000 });
+  expectTypeOf(status).toEqualTypeOf<OperationStatus>();
   return accepted.operationId;
 }

@@ -50,6 +50,11 @@ export const IDEM_REASON_TABLE = {
     trpcCode: 'SERVICE_UNAVAILABLE',
     retryable: true,
   },
+  /**
+   * Long-running work is queued and the queue is over its configured depth: nothing was stored;
+   * retry with the same key after `retryAfterMs`.
+   */
+  IDEMPOTENCY_QUEUE_FULL: { httpStatus: 503, trpcCode: 'SERVICE_UNAVAILABLE', retryable: true },
   /** The replayed result referred to a resource that has been deleted since. */
   IDEMPOTENCY_RESOURCE_GONE: { httpStatus: 404, trpcCode: 'NOT_FOUND', retryable: false },
   /** The stored result cannot be replayed (a secret shown once); the first response was final. */

@@ -45,6 +45,14 @@ import { createOperationTools, type OperationTools } from './operationTools.js';
 import type { TextCipher } from './aesGcmCipher.js';
 import type { AcceptedOperation } from './acceptedResponse.js';
 import { createIdemTelemetry } from './idemTelemetry.js';
+import { operationStatusQuery } from './operationStatusProcedure.js';
+import {
+  checkedQueue,
+  createWorkerPool,
+  type QueueOptions,
+  type WorkerPool,
+  type WorkerPoolOptions,
+} from './workerPool.js';
 import { ProcedureWindowRegistry } from './procedureWindows.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
@@ -72,6 +80,12 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
    * Drop them once the replay window has passed since the switch. Defaults to none.
    */
   previousKeySecrets?: readonly string[];
+  /**
+   * Queues long-running work (`respond: 'accepted'`): a request is stored PENDING and answered
+   * 202, and `idem.workerPool()` runs it with a concurrency limit. Defaults to none: accepted work
+   * starts at once in the accepting process, with no limit. See {@link QueueOptions}.
+   */
+  queue?: QueueOptions;
   /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
   defaults?: IdempotencyOptions;
   /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
@@ -120,6 +134,18 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * finishes it from its recovery point by running the procedure again as the record's owner.
    */
   completer(options: CompleterOptions<TContext>): Completer;
+  /**
+   * The worker pool of queued long-running work (with the `queue` option): takes PENDING records
+   * (`FOR UPDATE SKIP LOCKED`, so every instance can run one) and runs at most `concurrency` at
+   * once in this process. Start it on every instance that should do the work.
+   */
+  workerPool(options: WorkerPoolOptions<TContext>): WorkerPool;
+  /**
+   * The resolver of a status query scoped to the caller, ready to mount:
+   * `status: authed.input(operationStatusInput).query(idem.operationStatusQuery)`. Another
+   * caller's operation id answers 404 like a random one.
+   */
+  operationStatusQuery: ReturnType<typeof operationStatusQuery<TContext>>;
   /**
    * A procedure builder that makes a mutation idempotent. `.concat()` it after your input and
    * authentication: `authed.input(schema).concat(idem.procedure()).mutation(...)`.
@@ -259,6 +285,8 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     inputCipher: options.inputCipher ?? null,
     telemetry,
     keySecrets,
+    queue: checkedQueue(options.queue),
+    acceptedPaths: new Set(),
     windows: new ProcedureWindowRegistry({
       replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
       retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,
@@ -342,6 +370,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       ? [...suffixes].map((suffix) => (suffix ? `${base}:${suffix}` : base))
       : [];
   };
+  const tools = createOperationTools(runtime, scopesOf);
   return {
     procedure,
     completer: (completerOptions: CompleterOptions<TContext>) => {
@@ -356,7 +385,10 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       runtime.windows.learn(completerOptions.router);
       return createCompleter(runtime, completerOptions);
     },
-    ...createOperationTools(runtime, scopesOf),
+    workerPool: (poolOptions: WorkerPoolOptions<TContext>) =>
+      createWorkerPool(runtime, poolOptions),
+    ...tools,
+    operationStatusQuery: operationStatusQuery(tools),
   } as Idempotency<TContext, TTx>;
 }
 
@@ -384,6 +416,7 @@ async function prepareJob<TContext extends IdemContext>(
 ): Promise<IdemJob> {
   const { ctx, path, type, input } = opts;
   runtime.windows.seen(path, options);
+  if (options.respond === 'accepted') runtime.acceptedPaths.add(path);
   if (type !== 'mutation') {
     throw new TRPCError({
       code: 'INTERNAL_SERVER_ERROR',
@@ -487,6 +520,7 @@ async function prepareJob<TContext extends IdemContext>(
       leaseMs: options.leaseMs,
       owner: runtime.owner,
       maxTakeovers: runtime.maxTakeovers,
+      pending: options.respond === 'accepted' && runtime.queue !== null,
     },
     execution: {
       keyHash,

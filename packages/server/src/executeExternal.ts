@@ -9,6 +9,7 @@ import { PhasedExecution } from './PhasedExecution.js';
 import { storeUnavailable } from './storeUnavailable.js';
 import { serializeFailure, storedFailureError } from './storedFailure.js';
 import { storeResult } from './storeResult.js';
+import { refuseWhenQueueFull } from './workerPool.js';
 
 /**
  * External mode, for handlers with side effects outside the database (a charge, an email):
@@ -34,6 +35,7 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     record = job.resume;
     takeover = true;
   } else {
+    if (job.claim.pending) await refuseWhenQueueFull(job);
     let claim;
     try {
       claim = await claimWithTelemetry(job);
@@ -50,6 +52,8 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     }
     record = claim.record as RecoveryRecord;
     takeover = claim.takeover;
+    // Queued: a worker of the pool runs it (workerPool.ts).
+    if (record.state === 'PENDING') return acceptedResponse(job, record.operationId, 'PENDING');
   }
   if (record.erasedAt && record.irreversibleAt && record.steps === null) {
     // The user's data was erased while an external call may already have happened: its recorded

@@ -8,6 +8,7 @@ import { describeMetricsGates } from './metricsGates.js';
 import { describeOperationGates } from './operationGates.js';
 import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
+import { describeQueueGates } from './queueGates.js';
 import { itProducedEveryReason } from './fixtures/reasonLedger.js';
 
 describe('PGlite', () => {
@@ -15,6 +16,7 @@ describe('PGlite', () => {
   describeRecoveryGates('PGlite', () => pgliteEnv());
   describeOperationGates('PGlite', () => pgliteEnv());
   describeMetricsGates('PGlite', () => pgliteEnv());
+  describeQueueGates('PGlite', () => pgliteEnv());
 
   it('runs 50 concurrent identical requests once (PGlite serialises transactions)', async () => {
     await using env = await pgliteEnv();

@@ -116,8 +116,10 @@ export function insertOrGetLive(input: ClaimInput, clock: SQL): SQL {
         lease_owner, lease_expires_at, created_at, updated_at, input_text
       )
       SELECT ${input.scope}::text, ${input.procedure}::text, ${input.keyHash}::text,
-        ${input.fingerprint}::text, ${input.fingerprintVersion}::integer, 'IN_PROGRESS', 1, 1,
-        ${input.owner}::text, ${clock} + ${milliseconds(input.leaseMs)}, ${clock}, ${clock},
+        ${input.fingerprint}::text, ${input.fingerprintVersion}::integer,
+        ${input.pending ? 'PENDING' : 'IN_PROGRESS'}::text, 1, 1,
+        ${input.pending ? null : input.owner}::text,
+        ${input.pending ? sql`NULL` : sql`${clock} + ${milliseconds(input.leaseMs)}`}, ${clock}, ${clock},
         ${input.input ?? null}::text
       ${from}
       ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING

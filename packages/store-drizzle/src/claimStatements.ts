@@ -103,7 +103,9 @@ function withLockTimeout(
 
 /**
  * Step 1 of a claim, one statement: inserts a fresh IN_PROGRESS row if the key is free
- * (`inserted` true), else returns the live row (`inserted` false). Returns no record (no row, or
+ * (`inserted` true), else returns the live row (`inserted` false). With `pending`, the fresh row
+ * is PENDING without a lease (queued work, taken by `takePending`: see queueStatements.ts); the
+ * unique index arbitrates racers the same way. Returns no record (no row, or
  * a row of nulls) when the INSERT waited for a concurrent claim that then committed: see the
  * first timeline above.
  */

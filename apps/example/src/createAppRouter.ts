@@ -33,6 +33,8 @@ export interface AppRouterOptions {
   log: JsonLogger;
   /** Lease of `payments.create` in milliseconds: how long a crashed worker blocks a retry. */
   leaseMs: number;
+  /** idem's `keySecret`: the server secret idempotency keys are hashed with (HMAC). */
+  keySecret: string;
 }
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(8).toString('hex')}`;
@@ -92,6 +94,7 @@ export function createAppRouter(options: AppRouterOptions) {
 
   const idem = createIdempotency({
     store,
+    keySecret: options.keySecret, // from the config: IDEM_EXAMPLE_KEY_SECRET
     // Keys are unique per account: another account's identical key is a different key.
     scope: (ctx: AppContext) => ctx.accountId ?? '',
     onEvent: logIdemEvent(options.log),

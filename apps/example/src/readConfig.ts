@@ -40,6 +40,13 @@ export interface ExampleConfig {
    */
   tokenSecret: string;
   /**
+   * `IDEM_EXAMPLE_KEY_SECRET`: idem's `keySecret`, which idempotency keys are hashed with (HMAC)
+   * in the table and the logs; at least 32 characters (`openssl rand -hex 32`). Defaults to
+   * {@link DEFAULT_KEY_SECRET}, a public demo secret: set your own before anyone else can reach
+   * the server. Changing it turns live keys into new requests (see docs/server.md).
+   */
+  keySecret: string;
+  /**
    * `IDEM_EXAMPLE_MAX_BODY_BYTES`: the largest request body; a larger one is refused with 413
    * while it streams in, never buffered whole. Defaults to 1 048 576 (1 MiB).
    */
@@ -83,6 +90,12 @@ export interface ExampleConfig {
   corsOrigins: string[];
 }
 
+/**
+ * idem's key secret when `IDEM_EXAMPLE_KEY_SECRET` is unset. Public (it is in this file): set
+ * your own before the example is reachable by anyone else.
+ */
+export const DEFAULT_KEY_SECRET = 'idem-example-demo-key-secret-not-for-production';
+
 /** The values of `IDEM_EXAMPLE_DATABASE_POOLER`. */
 export const DATABASE_POOLERS = ['auto', 'none', 'transaction'] as const;
 export type DatabasePooler = (typeof DATABASE_POOLERS)[number];
@@ -112,6 +125,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
     crashAt: crashAt as CrashPoint | null,
     dropRate: rate(env, 'IDEM_EXAMPLE_DROP_RATE'),
     tokenSecret: env.IDEM_EXAMPLE_TOKEN_SECRET || DEFAULT_TOKEN_SECRET,
+    keySecret: env.IDEM_EXAMPLE_KEY_SECRET || DEFAULT_KEY_SECRET,
     maxBodyBytes: integer(env, 'IDEM_EXAMPLE_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
     drainMs: integer(env, 'IDEM_EXAMPLE_DRAIN_MS', 10_000, 0, 600_000),
     databasePooler: pooler(env),

@@ -66,6 +66,7 @@ export async function startExample(
     faults,
     log,
     leaseMs: config.leaseMs,
+    keySecret: config.keySecret,
   });
 
   const completer = idem.completer({

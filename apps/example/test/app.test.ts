@@ -5,7 +5,7 @@ import { createAppRouter } from '../src/createAppRouter.js';
 import { Faults, isDropped } from '../src/Faults.js';
 import { jsonLogger } from '../src/jsonLogger.js';
 import { openDatabase } from '../src/openDatabase.js';
-import { readConfig } from '../src/readConfig.js';
+import { DEFAULT_KEY_SECRET, readConfig } from '../src/readConfig.js';
 import { StandInProcessor } from '../src/StandInProcessor.js';
 
 describe('the example app', () => {
@@ -20,6 +20,7 @@ describe('the example app', () => {
       faults: new Faults(null, 0, log),
       log,
       leaseMs: 3_000,
+      keySecret: DEFAULT_KEY_SECRET,
     });
     await assertRouterDecided(router);
     expect((await auditRouter(router)).mutations).toMatchObject([

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { createPostgresJsStore } from '@idem/store-drizzle/postgres-js';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
-import { describeAuditFindings } from '@idem/server';
+import { checkResolution, describeAuditFindings } from '@idem/server';
 import { adminCommands, viewRecord } from './adminCommands.js';
 import { auditModule } from './auditModule.js';
 
@@ -18,9 +18,13 @@ const usage = `usage: idem-admin <command> [options]
 record commands (DATABASE_URL must be set):
   show <operationId> [--show-bodies]
   find --scope S --procedure P (--key K | --key-hash H) [--show-bodies]
+                                   --key needs IDEM_KEY_SECRET: the app's keySecret
   stuck [--grace-ms 300000] [--limit 50]
   resolve <operationId> --state COMPLETED|TERMINAL_FAILURE|RETRYABLE_FAILURE --actor A --note N
-          [--status 200 --body '<response body as sent>']
+          COMPLETED:        --body '<the procedure's output as JSON>' [--status 200]
+          TERMINAL_FAILURE: --body '{"code":"NOT_FOUND","message":"..."}' (a 4xx tRPC code)
+                            [--status: the code's, e.g. 404; another is refused]
+          RETRYABLE_FAILURE: no --status, no --body (the next retry runs again)
   history <operationId>            the audit rows of a record (resolutions by hand)
   reap [--limit 500]
   erase --scope S`;
@@ -86,7 +90,10 @@ const url = process.env.DATABASE_URL;
 if (!url) fail('DATABASE_URL is not set');
 
 const client = postgres(url, { max: 2, onnotice: () => {} });
-const admin = adminCommands(createPostgresJsStore(drizzle(client)) as never);
+const keySecret = process.env.IDEM_KEY_SECRET;
+const admin = adminCommands(createPostgresJsStore(drizzle(client)) as never, {
+  ...(keySecret ? { keySecret } : {}),
+});
 const show = values['show-bodies'];
 
 try {
@@ -121,19 +128,14 @@ try {
       if (state !== 'COMPLETED' && state !== 'TERMINAL_FAILURE' && state !== 'RETRYABLE_FAILURE') {
         fail('--state must be COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE');
       }
-      const needsResponse = state !== 'RETRYABLE_FAILURE';
-      if (needsResponse && (values.status === undefined || values.body === undefined)) {
-        fail(
-          `--status and --body are required for ${state}: they are what retries will be answered`,
-        );
-      }
+      const status = values.status === undefined ? undefined : Number(values.status);
+      const checked = checkResolution({ state, status, body: values.body });
+      if (!checked.ok) fail(checked.message);
       const ok = await admin.resolve(argument ?? fail('give the operation id'), {
         state,
         actor: required('actor'),
         note: required('note'),
-        ...(needsResponse
-          ? { response: { status: Number(values.status), body: values.body! } }
-          : {}),
+        ...(checked.response ? { response: checked.response } : {}),
       });
       if (!ok) fail('the record changed since it was read (or is already settled); look again');
       print({ resolved: argument, state });

@@ -1,2 +1,2 @@
 export { adminCommands, keyHashOf, viewRecord } from './adminCommands.js';
-export type { AdminCommands, RecordView } from './adminCommands.js';
+export type { AdminCommands, AdminCommandsOptions, RecordView } from './adminCommands.js';

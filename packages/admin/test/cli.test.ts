@@ -6,15 +6,17 @@ import { createPostgresJsStore, migrate } from '@idem/store-drizzle/postgres-js'
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { keyHashOf } from '../src/index.js';
+import { adminCommands, keyHashOf } from '../src/index.js';
 
 const run = promisify(execFile);
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const available = await postgresAvailable();
 
+const KEY_SECRET = 'the-apps-key-secret-0123456789abcdef';
+
 async function admin(url: string, ...args: string[]) {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', cli, ...args], {
-    env: { ...process.env, DATABASE_URL: url },
+    env: { ...process.env, DATABASE_URL: url, IDEM_KEY_SECRET: KEY_SECRET },
   });
   return JSON.parse(stdout);
 }
@@ -30,7 +32,7 @@ describe.skipIf(!available)('idem-admin', () => {
       const claim = await store.claim({
         scope: 'acct_ops',
         procedure: 'payments.create',
-        keyHash: keyHashOf('pay-42'),
+        keyHash: keyHashOf('pay-42', KEY_SECRET, 'acct_ops'),
         fingerprint: 'f'.repeat(64),
         fingerprintVersion: 1,
         leaseMs: 30_000,
@@ -61,6 +63,21 @@ describe.skipIf(!available)('idem-admin', () => {
         'pay-42',
       );
       expect(found.operationId).toBe(operationId);
+      // Without the app's secret a key cannot be found: the table holds HMACs.
+      await expect(
+        adminCommands(store).find({
+          scope: 'acct_ops',
+          procedure: 'payments.create',
+          key: 'pay-42',
+        }),
+      ).rejects.toThrow(/IDEM_KEY_SECRET/);
+      expect(
+        await adminCommands(store, { keySecret: 'another-secret-0123456789abcdefghij' }).find({
+          scope: 'acct_ops',
+          procedure: 'payments.create',
+          key: 'pay-42',
+        }),
+      ).toBeNull();
       const stuck = await admin(database.url, 'stuck');
       expect(stuck.report.needsReconciliation).toBe(1);
       // Why a person is needed: the poison cap, here.
@@ -81,7 +98,36 @@ describe.skipIf(!available)('idem-admin', () => {
           '--note',
           'x',
         ),
-      ).rejects.toThrow(/--status and --body are required/);
+      ).rejects.toThrow(/--body is required for COMPLETED/);
+      // A free-form failure body (what the docs used to invite) and a status replay would ignore.
+      await expect(
+        admin(
+          database.url,
+          'resolve',
+          operationId,
+          '--state',
+          'TERMINAL_FAILURE',
+          '--actor',
+          'ops',
+          '--note',
+          'x',
+          '--status',
+          '402',
+          '--body',
+          '{"error":"card declined"}',
+        ),
+      ).rejects.toThrow(/\{"code":"<tRPC error code>","message":"..."\}/);
+      await expect(
+        adminCommands(store).resolve(operationId, {
+          state: 'TERMINAL_FAILURE',
+          actor: 'ops',
+          note: 'x',
+          response: { status: 402, body: '{"code":"NOT_FOUND","message":"no such charge"}' },
+        }),
+      ).rejects.toThrow(/replays with status 404: drop --status or give 404, not 402/);
+      expect(await store.findByOperationId(operationId)).toMatchObject({
+        state: 'NEEDS_RECONCILIATION',
+      });
       const resolved = await admin(
         database.url,
         'resolve',

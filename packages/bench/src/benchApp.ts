@@ -45,7 +45,11 @@ export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
     if (!ctx.account) throw new TRPCError({ code: 'UNAUTHORIZED' });
     return next({ ctx: { account: ctx.account } });
   });
-  const idem = createIdempotency({ store, scope: (ctx: BenchContext) => ctx.account ?? '' });
+  const idem = createIdempotency({
+    keySecret: 'idem-bench-key-secret-0123456789abcdef',
+    store,
+    scope: (ctx: BenchContext) => ctx.account ?? '',
+  });
 
   const insertOrder = async (runner: TDb, scope: string, input: OrderInput) => {
     const [row] = await runner

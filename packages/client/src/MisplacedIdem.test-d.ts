@@ -14,6 +14,7 @@ import type { IdempotentPath, MisplacedIdemPath } from './IdempotentProcedures.j
 
 const t = initTRPC.context<IdemContext>().meta<IdemMeta>().create();
 const idem = createIdempotency({
+  keySecret: 'k'.repeat(32),
   store: {} as IdempotencyStore<unknown>,
   scope: () => 'acct',
 });

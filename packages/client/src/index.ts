@@ -37,6 +37,8 @@ export {
 export type { RetryBudgetOptions } from './RetryBudget.js';
 
 export { systemClock } from './RetryClock.js';
+export { OperationWaitTimeoutError, waitForOperation } from './waitForOperation.js';
+export type { WaitForOperationOptions } from './waitForOperation.js';
 export type { RetryClock } from './RetryClock.js';
 
 export { classifyFailure } from './classifyFailure.js';

@@ -67,6 +67,11 @@ export interface ClaimInput {
    * `DEFAULT_MAX_TAKEOVERS` (5).
    */
   maxTakeovers?: number;
+  /**
+   * Stores a fresh row PENDING, without a lease: queued work that a worker takes later
+   * (`takePending` of the recovery store). An existing row is answered as usual. Defaults to false.
+   */
+  pending?: boolean;
 }
 
 /**

@@ -157,6 +157,19 @@ export interface RecoveryStore<TTx = unknown> extends IdempotencyStore<TTx> {
     maxTakeovers?: number;
   }): Promise<RecoveryRecord[]>;
   /**
+   * Takes at most `limit` queued (PENDING) records of `procedures`, oldest first: IN_PROGRESS,
+   * owned by `owner` with a lease of `leaseMs`, version bumped. `FOR UPDATE SKIP LOCKED`: workers
+   * on many instances never take the same record, and a cancelled record is never taken.
+   */
+  takePending(options: {
+    owner: string;
+    leaseMs: number;
+    limit: number;
+    procedures: readonly string[];
+  }): Promise<RecoveryRecord[]>;
+  /** How many records of `procedures` are queued (PENDING). */
+  countPending(procedures: readonly string[]): Promise<number>;
+  /**
    * Cancels owned-or-not IN_PROGRESS/PENDING work at `fence` if no irreversible step started:
    * stores `response` as a TERMINAL_FAILURE and bumps the version, so the worker's next fenced
    * write fails and it stops. `irreversible` when an external call may already have happened.

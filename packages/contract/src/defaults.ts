@@ -22,5 +22,9 @@ export const DEFAULT_MAX_TAKEOVERS = 5;
  */
 export const DEFAULT_LOCK_TIMEOUT_MS = 2 * 1000;
 
-/** The fingerprint algorithm version stored with each record (SHA-256 of canonical JSON). */
-export const FINGERPRINT_VERSION = 1;
+/**
+ * The fingerprint algorithm version stored with each record. 2: SHA-256 of a canonical text that
+ * tells Map, Set, Date, BigInt and undefined apart (1: canonical JSON, which did not). A record is
+ * always compared by the version it carries, so records made by 1 keep working until they expire.
+ */
+export const FINGERPRINT_VERSION = 2;

@@ -12,8 +12,11 @@ export const IDEM_REASON_TABLE = {
   /** The key is empty, too long, has characters outside 0x21-0x7E, or the header was repeated. */
   IDEMPOTENCY_KEY_INVALID: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
   /**
-   * The input holds a string PostgreSQL cannot store in `text` (U+0000, NUL, in a value or an
-   * object key): refused before the key is claimed, so nothing is stored.
+   * The input cannot be stored or fingerprinted faithfully: a string PostgreSQL cannot store in
+   * `text` (U+0000, NUL, in a value or an object key), a value the fingerprint cannot tell apart
+   * (a function, a class instance without `toJSON`, a circular structure), or, in external mode,
+   * a value the configured serializer does not carry (a Map with the JSON serializer). Refused
+   * before the key is claimed, so nothing is stored.
    */
   IDEMPOTENCY_INPUT_UNSTORABLE: { httpStatus: 400, trpcCode: 'BAD_REQUEST', retryable: false },
   /**
@@ -37,6 +40,21 @@ export const IDEM_REASON_TABLE = {
    * record before anything runs again. Retrying does not help.
    */
   IDEMPOTENCY_OUTCOME_UNKNOWN: { httpStatus: 409, trpcCode: 'CONFLICT', retryable: false },
+  /**
+   * An external call's outcome became unknown (it timed out), and the remote system can be asked:
+   * retry with the same key after `retryAfterMs`; the retry looks the outcome up before it calls
+   * again, and never calls twice.
+   */
+  IDEMPOTENCY_OUTCOME_LOOKUP_PENDING: {
+    httpStatus: 503,
+    trpcCode: 'SERVICE_UNAVAILABLE',
+    retryable: true,
+  },
+  /**
+   * Long-running work is queued and the queue is over its configured depth: nothing was stored;
+   * retry with the same key after `retryAfterMs`.
+   */
+  IDEMPOTENCY_QUEUE_FULL: { httpStatus: 503, trpcCode: 'SERVICE_UNAVAILABLE', retryable: true },
   /** The replayed result referred to a resource that has been deleted since. */
   IDEMPOTENCY_RESOURCE_GONE: { httpStatus: 404, trpcCode: 'NOT_FOUND', retryable: false },
   /** The stored result cannot be replayed (a secret shown once); the first response was final. */

@@ -14,6 +14,7 @@ import type { ReplayStrategy } from './ReplayStrategy.js';
 import type { ResultSerializer } from './ResultSerializer.js';
 import type { TextCipher } from './aesGcmCipher.js';
 import type { IdemTelemetry } from './idemTelemetry.js';
+import type { ProcedureWindowRegistry } from './procedureWindows.js';
 
 /** Per-procedure settings after defaults were applied (configured once per procedure). */
 export interface ResolvedProcedureOptions {
@@ -38,6 +39,14 @@ export interface IdemRuntime {
   maxTakeovers: number;
   inputCipher: TextCipher | null;
   telemetry: IdemTelemetry;
+  /** Accepted work is queued (PENDING) for a worker pool when set; null: it starts at once. */
+  queue: { maxDepth: number; retryAfterMs: number } | null;
+  /** Paths of accepted procedures seen (requests, worker pools): the queue's depth counts them. */
+  acceptedPaths: Set<string>;
+  /** The secret key hashes are keyed with, and the previous ones checked on claim. */
+  keySecrets: { current: string; previous: readonly string[] };
+  /** Each procedure's replay window and retention, for writes outside a request (cancel). */
+  windows: ProcedureWindowRegistry;
   emit(event: IdemServerEvent): void;
 }
 

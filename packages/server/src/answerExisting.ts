@@ -1,11 +1,11 @@
-import { TRPCError } from '@trpc/server';
+import type { TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
 import { acceptedResponse } from './acceptedResponse.js';
 import { fingerprint } from './fingerprint.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
 import { STORED_TAGS } from './ReplayStrategy.js';
-import { storedFailureSchema } from './storedFailure.js';
+import { storedFailureError, storedFailureSchema } from './storedFailure.js';
 
 /**
  * Answers a request whose key another request claimed: replay a stored outcome, or refuse by
@@ -13,7 +13,7 @@ import { storedFailureSchema } from './storedFailure.js';
  */
 export async function answerExisting(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
   const operationId = record.operationId;
-  if (record.fingerprint !== fingerprint(job.input, record.fingerprintVersion)) {
+  if (record.fingerprint !== fingerprintOrNull(job.input, record.fingerprintVersion)) {
     throw job.reject(
       'IDEMPOTENCY_KEY_REUSED',
       'this Idempotency-Key was already used with a different input; use a new key for a new request',
@@ -42,6 +42,18 @@ export async function answerExisting(job: IdemJob, record: IdempotencyRecord): P
   }
 }
 
+/**
+ * The input's fingerprint by the record's algorithm version; null when that algorithm cannot
+ * take this input (algorithm 1 and a BigInt): it cannot be the input the record was made from.
+ */
+function fingerprintOrNull(input: unknown, version: number): string | null {
+  try {
+    return fingerprint(input, version);
+  } catch {
+    return null;
+  }
+}
+
 /** 409: another request holds the key. */
 export function inProgress(job: IdemJob, operationId?: string): TRPCError {
   const retryAfterMs = job.runtime.inProgressRetryAfterMs;
@@ -66,7 +78,7 @@ async function replay(job: IdemJob, record: IdempotencyRecord): Promise<NextResu
     const failure = storedFailureSchema.parse(JSON.parse(body));
     result = {
       ok: false,
-      error: new TRPCError({ code: failure.code, message: failure.message }),
+      error: storedFailureError(failure),
       marker: middlewareMarker,
     };
   } else {

@@ -12,7 +12,11 @@ const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
 // The audit reads procedure meta only; it never calls the store (external mode only checks that
 // the store has recovery support).
 const store = { saveSteps: () => Promise.resolve(true) } as unknown as IdempotencyStore<unknown>;
-const idem = createIdempotency({ store, scope: (ctx: Ctx) => ctx.account });
+const idem = createIdempotency({
+  keySecret: 'k'.repeat(32),
+  store,
+  scope: (ctx: Ctx) => ctx.account,
+});
 
 const router = t.router({
   orders: t.router({
@@ -94,6 +98,7 @@ describe('auditRouter', () => {
 
   it('refuses external mode on a store without recovery support', () => {
     const plain = createIdempotency({
+      keySecret: 'k'.repeat(32),
       store: {} as IdempotencyStore<unknown>,
       scope: (ctx: Ctx) => ctx.account,
     });
@@ -104,7 +109,11 @@ describe('auditRouter', () => {
   it('refuses retryUnsafe without a reason and createIdempotency without a scope', () => {
     expect(() => retryUnsafe(' ')).toThrow(TypeError);
     expect(() =>
-      createIdempotency({ store: {} as IdempotencyStore<unknown>, scope: undefined as never }),
+      createIdempotency({
+        keySecret: 'k'.repeat(32),
+        store: {} as IdempotencyStore<unknown>,
+        scope: undefined as never,
+      }),
     ).toThrow(/scope/);
   });
 

@@ -19,6 +19,7 @@ interface FakeTx {
 type Ctx = IdemContext & { account: string };
 const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
 const idem = createIdempotency({
+  keySecret: 'k'.repeat(32),
   store: {} as IdempotencyStore<FakeTx>,
   scope: (ctx: Ctx) => ctx.account,
 });
@@ -54,8 +55,14 @@ test('an idempotent procedure carries data.idem in its error shape; others do no
   expectTypeOf<inferRouterError<typeof router>>().not.toBeNever();
 });
 
+test('idem needs a key secret: keys are never stored as plain hashes', () => {
+  // @ts-expect-error keySecret is required
+  createIdempotency({ store: {} as IdempotencyStore<FakeTx>, scope: (ctx: Ctx) => ctx.account });
+});
+
 test('idem refuses a context without idemContext()', () => {
   createIdempotency({
+    keySecret: 'k'.repeat(32),
     store: {} as IdempotencyStore<FakeTx>,
     // @ts-expect-error the context must include IdemContext (spread idemContext(opts) into it)
     scope: (ctx: { account: string }) => ctx.account,

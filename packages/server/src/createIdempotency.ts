@@ -26,7 +26,9 @@ import {
 import { executeExternal } from './executeExternal.js';
 import { executeLocal } from './executeLocal.js';
 import { isDatabaseUnreachable, storeUnavailable } from './storeUnavailable.js';
-import { findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
+import { findNul } from './fingerprint.js';
+import { checkedKeySecrets, claimKeyHash, hashIdempotencyKey } from './keyHash.js';
+import { claimFingerprint } from './claimFingerprint.js';
 import type { IdemContext } from './idemContext.js';
 import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
@@ -41,7 +43,17 @@ import { stepsNeedInputCipher } from './stepResultCodec.js';
 import { createCompleter, type Completer, type CompleterOptions } from './createCompleter.js';
 import { createOperationTools, type OperationTools } from './operationTools.js';
 import type { TextCipher } from './aesGcmCipher.js';
+import type { AcceptedOperation } from './acceptedResponse.js';
 import { createIdemTelemetry } from './idemTelemetry.js';
+import { operationStatusQuery } from './operationStatusProcedure.js';
+import {
+  checkedQueue,
+  createWorkerPool,
+  type QueueOptions,
+  type WorkerPool,
+  type WorkerPoolOptions,
+} from './workerPool.js';
+import { ProcedureWindowRegistry } from './procedureWindows.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
 export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
@@ -53,6 +65,27 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
    * refused. Put idem after your authentication middleware.
    */
   scope: (ctx: TContext) => string | Promise<string>;
+  /**
+   * Required. The server secret idempotency keys are hashed with (HMAC-SHA256 of the scope and the
+   * key), at least 32 characters: e.g. `openssl rand -hex 32`, kept in your config. The table and
+   * the logs keep only this hash: the same key in two scopes hashes apart, and a key guessed from
+   * a business id cannot be confirmed without the secret. There is no default: a missing or
+   * short secret is a start-up error, never a plain hash. Changing it turns every live key into a
+   * new request, unless the old secret is listed in `previousKeySecrets`.
+   */
+  keySecret: string;
+  /**
+   * Secrets `keySecret` replaced, newest first, for a rotation: a request whose key has a live
+   * record under one of them keeps that record (one extra read per listed secret per request).
+   * Drop them once the replay window has passed since the switch. Defaults to none.
+   */
+  previousKeySecrets?: readonly string[];
+  /**
+   * Queues long-running work (`respond: 'accepted'`): a request is stored PENDING and answered
+   * 202, and `idem.workerPool()` runs it with a concurrency limit. Defaults to none: accepted work
+   * starts at once in the accepting process, with no limit. See {@link QueueOptions}.
+   */
+  queue?: QueueOptions;
   /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
   defaults?: IdempotencyOptions;
   /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
@@ -102,6 +135,18 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    */
   completer(options: CompleterOptions<TContext>): Completer;
   /**
+   * The worker pool of queued long-running work (with the `queue` option): takes PENDING records
+   * (`FOR UPDATE SKIP LOCKED`, so every instance can run one) and runs at most `concurrency` at
+   * once in this process. Start it on every instance that should do the work.
+   */
+  workerPool(options: WorkerPoolOptions<TContext>): WorkerPool;
+  /**
+   * The resolver of a status query scoped to the caller, ready to mount:
+   * `status: authed.input(operationStatusInput).query(idem.operationStatusQuery)`. Another
+   * caller's operation id answers 404 like a random one.
+   */
+  operationStatusQuery: ReturnType<typeof operationStatusQuery<TContext>>;
+  /**
    * A procedure builder that makes a mutation idempotent. `.concat()` it after your input and
    * authentication: `authed.input(schema).concat(idem.procedure()).mutation(...)`.
    *
@@ -116,8 +161,17 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * runs outside any transaction, the result is written conditioned on the record version.
    */
   procedure(
-    options: IdemProcedureOptions & { mode: 'external' },
+    options: IdemProcedureOptions & { mode: 'external'; respond?: 'result' },
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>>;
+  /**
+   * Long-running work (`respond: 'accepted'`, external mode): every request is answered 202 with
+   * `{ operationId, state }` while the work goes on. The procedure's output type, as the client
+   * sees it, is what the wire carries: {@link AcceptedOperation}, whatever the handler returns
+   * (its result is read with `operationStatus`).
+   */
+  procedure(
+    options: IdemProcedureOptions & { mode: 'external'; respond: 'accepted' },
+  ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>, AcceptedOperation>;
 }
 
 function buildPlugin<TContext extends IdemContext>() {
@@ -184,14 +238,14 @@ function inputAfterIdem(path: string): TRPCError {
  * `.input()` a compile error ("All input parsers did not resolve to an object"): written the other
  * way round, a reused key with a different input would replay the first result.
  */
-export type IdemProcedureBuilder<TContext, TIdem> = ProcedureBuilder<
+export type IdemProcedureBuilder<TContext, TIdem, TOutputOut = UnsetMarker> = ProcedureBuilder<
   TContext,
   IdemMeta,
   { idem: TIdem },
   UnsetMarker,
   unknown,
   UnsetMarker,
-  UnsetMarker,
+  TOutputOut,
   false,
   IdemErrorShape | TRPCDefaultErrorShape
 >;
@@ -215,6 +269,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     );
   }
   if (!options.store) throw new TypeError('createIdempotency: `store` is required');
+  const keySecrets = checkedKeySecrets(options.keySecret, options.previousKeySecrets);
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
   const onEvent = options.onEvent;
   const telemetry = createIdemTelemetry({
@@ -229,6 +284,13 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     maxTakeovers: checkedMaxTakeovers(options.maxTakeovers),
     inputCipher: options.inputCipher ?? null,
     telemetry,
+    keySecrets,
+    queue: checkedQueue(options.queue),
+    acceptedPaths: new Set(),
+    windows: new ProcedureWindowRegistry({
+      replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
+      retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,
+    }),
     emit: (event) => {
       telemetry.onEvent(event);
       if (!onEvent) return;
@@ -258,6 +320,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       replay,
     };
     suffixes.add(resolved.scopeSuffix);
+    runtime.windows.built(resolved);
     if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
       throw new TypeError(
         "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
@@ -307,6 +370,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
       ? [...suffixes].map((suffix) => (suffix ? `${base}:${suffix}` : base))
       : [];
   };
+  const tools = createOperationTools(runtime, scopesOf);
   return {
     procedure,
     completer: (completerOptions: CompleterOptions<TContext>) => {
@@ -318,9 +382,13 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
           `idem: ${misplaced.map(({ path, problem }) => `${path}: ${problem}`).join('; ')}`,
         );
       }
+      runtime.windows.learn(completerOptions.router);
       return createCompleter(runtime, completerOptions);
     },
-    ...createOperationTools(runtime, scopesOf),
+    workerPool: (poolOptions: WorkerPoolOptions<TContext>) =>
+      createWorkerPool(runtime, poolOptions),
+    ...tools,
+    operationStatusQuery: operationStatusQuery(tools),
   } as Idempotency<TContext, TTx>;
 }
 
@@ -347,6 +415,8 @@ async function prepareJob<TContext extends IdemContext>(
   },
 ): Promise<IdemJob> {
   const { ctx, path, type, input } = opts;
+  runtime.windows.seen(path, options);
+  if (options.respond === 'accepted') runtime.acceptedPaths.add(path);
   if (type !== 'mutation') {
     throw new TRPCError({
       code: 'INTERNAL_SERVER_ERROR',
@@ -380,10 +450,10 @@ async function prepareJob<TContext extends IdemContext>(
   const parsed = resume
     ? ({ ok: true, keyHash: resume.keyHash } as const)
     : parseIdempotencyKey(request.keyValues);
-  const keyHash = parsed.ok
+  let keyHash = parsed.ok
     ? 'keyHash' in parsed
       ? parsed.keyHash
-      : hashIdempotencyKey(parsed.key)
+      : hashIdempotencyKey(parsed.key, runtime.keySecrets.current, scope)
     : '';
   const event = { procedure: path, scope, keyHash, requestId: request.requestId };
 
@@ -398,6 +468,18 @@ async function prepareJob<TContext extends IdemContext>(
     return idemTRPCError(reason, message, extra);
   };
   if (!parsed.ok) throw reject(parsed.reason, parsed.message);
+  if ('key' in parsed && runtime.keySecrets.previous.length > 0) {
+    try {
+      keyHash = await claimKeyHash(runtime.store, runtime.keySecrets, {
+        scope,
+        procedure: path,
+        key: parsed.key,
+      });
+    } catch (error) {
+      throw storeUnavailable({ runtime, event, reject }, error);
+    }
+    event.keyHash = keyHash;
+  }
   if (request.batch) {
     throw reject(
       'IDEMPOTENCY_BATCH_REFUSED',
@@ -409,9 +491,17 @@ async function prepareJob<TContext extends IdemContext>(
   if (nulAt)
     throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
 
+  const checked = claimFingerprint(
+    input,
+    options.mode === 'external' && !resume,
+    runtime.serializer,
+  );
+  if (!checked.ok) throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', checked.message);
   const storedInput =
     options.mode === 'external'
-      ? (runtime.inputCipher?.encrypt ?? identity)(runtime.serializer.serialize(input))
+      ? (runtime.inputCipher?.encrypt ?? identity)(
+          checked.storedText ?? runtime.serializer.serialize(input),
+        )
       : null;
   return {
     runtime,
@@ -425,11 +515,12 @@ async function prepareJob<TContext extends IdemContext>(
       scope,
       procedure: path,
       keyHash,
-      fingerprint: fingerprint(input),
+      fingerprint: checked.fingerprint,
       fingerprintVersion: FINGERPRINT_VERSION,
       leaseMs: options.leaseMs,
       owner: runtime.owner,
       maxTakeovers: runtime.maxTakeovers,
+      pending: options.respond === 'accepted' && runtime.queue !== null,
     },
     execution: {
       keyHash,

@@ -1,4 +1,3 @@
-import { TRPCError } from '@trpc/server';
 import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
 import { acceptedResponse } from './acceptedResponse.js';
 import { answerExisting, inProgress } from './answerExisting.js';
@@ -8,8 +7,9 @@ import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
 import { PhasedExecution } from './PhasedExecution.js';
 import { storeUnavailable } from './storeUnavailable.js';
-import { serializeFailure } from './storedFailure.js';
+import { serializeFailure, storedFailureError } from './storedFailure.js';
 import { storeResult } from './storeResult.js';
+import { refuseWhenQueueFull } from './workerPool.js';
 
 /**
  * External mode, for handlers with side effects outside the database (a charge, an email):
@@ -35,6 +35,7 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     record = job.resume;
     takeover = true;
   } else {
+    if (job.claim.pending) await refuseWhenQueueFull(job);
     let claim;
     try {
       claim = await claimWithTelemetry(job);
@@ -51,6 +52,8 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     }
     record = claim.record as RecoveryRecord;
     takeover = claim.takeover;
+    // Queued: a worker of the pool runs it (workerPool.ts).
+    if (record.state === 'PENDING') return acceptedResponse(job, record.operationId, 'PENDING');
   }
   if (record.erasedAt && record.irreversibleAt && record.steps === null) {
     // The user's data was erased while an external call may already have happened: its recorded
@@ -141,6 +144,10 @@ async function runClaimed(
     throw inProgress(job, record.operationId);
   }
   emitExecuted(job, record.operationId, outcome, takeover, started);
+  if (outcome === 'failed' && !result.ok) {
+    // Stored: answered exactly as every replay will be.
+    return { ok: false, error: storedFailureError(result.error), marker: result.marker };
+  }
   const unsettled = result.ok ? null : phased.unsettled;
   if (unsettled === 'NEEDS_RECONCILIATION') {
     throw job.reject(
@@ -151,10 +158,11 @@ async function runClaimed(
   }
   if (unsettled === 'OUTCOME_UNKNOWN') {
     // Retryable: the next attempt asks the remote system before it calls again.
-    throw new TRPCError({
-      code: 'SERVICE_UNAVAILABLE',
-      message: 'an external call timed out; retry with the same key: it will be looked up first',
-    });
+    throw job.reject(
+      'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING',
+      'an external call timed out; retry with the same key: it will be looked up first',
+      { retryAfterMs: job.runtime.inProgressRetryAfterMs, operationId: record.operationId },
+    );
   }
   return result;
 }

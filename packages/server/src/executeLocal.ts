@@ -7,7 +7,7 @@ import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from './IdemJob.js';
 import { storeUnavailable } from './storeUnavailable.js';
-import { serializeFailure } from './storedFailure.js';
+import { serializeFailure, storedFailureError } from './storedFailure.js';
 import { storeResult } from './storeResult.js';
 
 /** Thrown inside the transaction to roll it back; never leaves this module. */
@@ -86,6 +86,7 @@ async function recordFailure(job: IdemJob, error: TRPCError, started: number): P
     return failed;
   }
   const { store } = job.runtime;
+  let stored = false;
   try {
     await store.transaction(async (tx) => {
       const claim = await claimWithTelemetry(job, { lockTimeoutMs: job.options.lockTimeoutMs }, tx);
@@ -102,10 +103,14 @@ async function recordFailure(job: IdemJob, error: TRPCError, started: number): P
         tx,
       );
       emitExecuted(job, claim.record.operationId, 'failed', claim.takeover, started);
+      stored = true;
     });
   } catch (storeError) {
     // The failure is still the answer; it just will not be replayed. The retry runs again.
     job.runtime.emit({ ...job.event, type: 'store-error', operationId: null, error: storeError });
   }
-  return failed;
+  // Stored: answered exactly as every replay will be.
+  return stored
+    ? { ok: false, error: storedFailureError(error), marker: middlewareMarker }
+    : failed;
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { FINGERPRINT_VERSION } from '@idem/contract';
+import { canonicalInput } from './canonicalInput.js';
 
 /**
  * Canonical JSON of a parsed input: object keys sorted by code point, no insignificant
@@ -78,17 +79,18 @@ export function findNul(value: unknown, path = '$'): string | null {
 
 /** The fingerprint algorithms by version; a record is compared with the algorithm it was made by. */
 const algorithms: Record<number, (input: unknown) => string> = {
+  /** Records made before algorithm 2: Map and Set wrote as `{}`, undefined members dropped. */
   1: (input) => createHash('sha256').update(canonicalJson(input)).digest('hex'),
+  /** The input as the procedure received it, Map, Set, Date, BigInt and undefined included. */
+  2: (input) => createHash('sha256').update(canonicalInput(input)).digest('hex'),
 };
 
-/** SHA-256 (hex) of the canonical JSON of `input`, by the given algorithm version. */
+/**
+ * SHA-256 (hex) of the canonical text of `input`, by the given algorithm version (the current
+ * one, {@link FINGERPRINT_VERSION}, unless a record made by an older one is compared).
+ */
 export function fingerprint(input: unknown, version: number = FINGERPRINT_VERSION): string {
   const algorithm = algorithms[version];
   if (!algorithm) throw new Error(`unknown fingerprint algorithm version ${version}`);
   return algorithm(input);
-}
-
-/** SHA-256 (hex) of an idempotency key: what the store keeps and logs show instead of the key. */
-export function hashIdempotencyKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
 }

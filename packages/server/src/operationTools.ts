@@ -88,8 +88,8 @@ export function createOperationTools<TContext>(
           {
             status: 499,
             body: serializeFailure(cancelled),
-            replayWindowMs: 24 * 60 * 60 * 1000,
-            retentionMs: 72 * 60 * 60 * 1000,
+            // The procedure's own windows, as if its worker had stored the failure.
+            ...runtime.windows.of(record.procedure),
           },
         );
         if (outcome !== 'stale') return outcome;

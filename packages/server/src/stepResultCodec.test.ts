@@ -37,7 +37,11 @@ describe('stepResultCodec', () => {
     const store = {
       saveSteps: () => Promise.resolve(true),
     } as unknown as IdempotencyStore<unknown>;
-    const idem = createIdempotency({ store, scope: (ctx: IdemContext & { a: string }) => ctx.a });
+    const idem = createIdempotency({
+      keySecret: 'k'.repeat(32),
+      store,
+      scope: (ctx: IdemContext & { a: string }) => ctx.a,
+    });
     expect(() => idem.procedure({ mode: 'external', replay: { kind: 'none' } })).toThrow(
       /inputCipher/,
     );

@@ -8,7 +8,10 @@ const STORE_RETRY_AFTER_MS = 1000;
  * 503 `IDEMPOTENCY_STORE_UNAVAILABLE`: the store failed before anything was committed, so the
  * request may be retried with the same key. The cause goes to the event hook, not the client.
  */
-export function storeUnavailable(job: IdemJob, cause: unknown): TRPCError {
+export function storeUnavailable(
+  job: Pick<IdemJob, 'runtime' | 'event' | 'reject'>,
+  cause: unknown,
+): TRPCError {
   job.runtime.emit({ ...job.event, type: 'store-error', operationId: null, error: cause });
   return job.reject(
     'IDEMPOTENCY_STORE_UNAVAILABLE',

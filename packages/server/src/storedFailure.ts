@@ -16,3 +16,17 @@ export const storedFailureSchema = z.object({ code: z.enum(trpcCodes), message: 
 export function serializeFailure(error: TRPCError): string {
   return JSON.stringify({ code: error.code, message: error.message });
 }
+
+/**
+ * The error a stored failure is answered with, on the first response and on every replay alike:
+ * only its code and message, with no stack and no cause, so the body is byte-identical whatever
+ * tRPC's `isDev` says (with `isDev`, tRPC puts `error.stack` in `data.stack`).
+ */
+export function storedFailureError(failure: {
+  code: TRPCError['code'];
+  message: string;
+}): TRPCError {
+  const error = new TRPCError({ code: failure.code, message: failure.message });
+  delete (error as { stack?: string }).stack;
+  return error;
+}

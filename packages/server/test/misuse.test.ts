@@ -21,7 +21,7 @@ import {
 import { pgliteEnv } from './fixtures/databases.js';
 import { post } from './fixtures/httpHarness.js';
 import { createPaymentsApp } from './fixtures/paymentsApp.js';
-import { createTestApp, Gate } from './fixtures/testApp.js';
+import { createTestApp, Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
 
@@ -139,7 +139,11 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('an .input() merged in after idem: every call fails before the handler, naming the fix', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const idem = createIdempotency({
+      keySecret: TEST_KEY_SECRET,
+      store: env.store as never,
+      scope: () => 'acct_x',
+    });
     let calls = 0;
     const router = t.router({
       merged: t.procedure
@@ -162,7 +166,11 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('the completer refuses, at start-up, a router where idem is misplaced', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const idem = createIdempotency({
+      keySecret: TEST_KEY_SECRET,
+      store: env.store as never,
+      scope: () => 'acct_x',
+    });
     const misplaced = t.router({
       read: t.procedure.concat(idem.procedure()).query(() => 1),
       ok: t.procedure
@@ -180,7 +188,11 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('idem on a query: every call fails, naming the fix (auditRouter reports it before)', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const idem = createIdempotency({
+      keySecret: TEST_KEY_SECRET,
+      store: env.store as never,
+      scope: () => 'acct_x',
+    });
     const router = t.router({ read: t.procedure.concat(idem.procedure()).query(() => 1) });
     const url = await serveWith(router, { responseMeta: true });
     const answer = await fetch(`${url}/read`, { headers: { 'Idempotency-Key': 'k' } });

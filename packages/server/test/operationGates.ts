@@ -6,10 +6,11 @@ import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import {
   createPaymentsApp,
+  PAY_LATER_WINDOWS,
   processorCounts,
   type PaymentsAppOptions,
 } from './fixtures/paymentsApp.js';
-import { Gate } from './fixtures/testApp.js';
+import { Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 
 const acct = 'acct_ops';
 
@@ -89,6 +90,18 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
         .toBe(true);
       expect(await env.count(sql`select 1 from test_processor_calls`)).toBe(0);
       expect(await server.app.idem.cancel(server.ctx, operationId)).toBe('finished');
+      // The cancelled record keeps payLater's own windows, not the defaults.
+      const [windows] = await env.db
+        .execute(
+          sql`select extract(epoch from replay_expires_at - completed_at) * 1000 as replay_ms,
+                extract(epoch from purge_after - completed_at) * 1000 as retention_ms
+              from idem_records where operation_id = ${operationId}`,
+        )
+        .then(rowsOf);
+      expect([Number(windows!.replay_ms), Number(windows!.retention_ms)]).toEqual([
+        PAY_LATER_WINDOWS.replayWindowMs,
+        PAY_LATER_WINDOWS.retentionMs,
+      ]);
     });
 
     it('refuses to cancel once an external call may have happened', async () => {
@@ -158,7 +171,11 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
         expect(resumed.status).toBe(200);
         const { operationId } = (await (
           env.store as unknown as RecoveryStore<unknown>
-        ).readRecovery({ scope: acct, procedure: path, keyHash: hashIdempotencyKey(key) }))!;
+        ).readRecovery({
+          scope: acct,
+          procedure: path,
+          keyHash: hashIdempotencyKey(key, TEST_KEY_SECRET, acct),
+        }))!;
         expect(resumed.json.result.data).toEqual({
           name: 'ci',
           token: `tok_secret_${operationId}`,
@@ -209,4 +226,8 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
       expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1 });
     });
   });
+}
+
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return Array.isArray(result) ? result : (result as { rows: Record<string, unknown>[] }).rows;
 }

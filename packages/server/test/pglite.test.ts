@@ -8,12 +8,15 @@ import { describeMetricsGates } from './metricsGates.js';
 import { describeOperationGates } from './operationGates.js';
 import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
+import { describeQueueGates } from './queueGates.js';
+import { itProducedEveryReason } from './fixtures/reasonLedger.js';
 
 describe('PGlite', () => {
   describeServerGates('PGlite', () => pgliteEnv());
   describeRecoveryGates('PGlite', () => pgliteEnv());
   describeOperationGates('PGlite', () => pgliteEnv());
   describeMetricsGates('PGlite', () => pgliteEnv());
+  describeQueueGates('PGlite', () => pgliteEnv());
 
   it('runs 50 concurrent identical requests once (PGlite serialises transactions)', async () => {
     await using env = await pgliteEnv();
@@ -37,4 +40,7 @@ describe('PGlite', () => {
     expect(app.counter.calls['orders.create']).toBe(1);
     expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
   });
+
+  // Last: every reason above, checked against the contract's table.
+  itProducedEveryReason();
 });

@@ -13,6 +13,9 @@ import { describeMetricsGates } from './metricsGates.js';
 import { describeOperationGates } from './operationGates.js';
 import { describeRecoveryGates } from './recoveryGates.js';
 import { describeServerGates } from './serverGates.js';
+import { describeQueueGates, statusOf } from './queueGates.js';
+import { createQueueTables, openQueueGate } from './fixtures/queueApp.js';
+import { itProducedEveryReason } from './fixtures/reasonLedger.js';
 
 const available = await postgresAvailable();
 const order = { sku: 'sku-1', quantity: 2 };
@@ -23,6 +26,79 @@ describe.skipIf(!available)('PostgreSQL', () => {
   describeRecoveryGates('PostgreSQL', () => postgresEnv());
   describeOperationGates('PostgreSQL', () => postgresEnv());
   describeMetricsGates('PostgreSQL', () => postgresEnv());
+  describeQueueGates('PostgreSQL', () => postgresEnv());
+
+  it('runs 200 queued operations over two processes, at most 4 at once in each, each once', async () => {
+    await using env = await postgresEnv();
+    for (const statement of createQueueTables) await env.db.execute(statement);
+    const entry = new URL('./fixtures/queueProcess.ts', import.meta.url);
+    const processEnv = { DATABASE_URL: env.url!, MAX_DEPTH: '120', CONCURRENCY: '4' };
+    await using a = await spawnServer(entry, { ...processEnv, PROCESS: 'a' });
+    await using b = await spawnServer(entry, { ...processEnv, PROCESS: 'b' });
+    const acct = account();
+    const submit = (n: number) =>
+      post(n % 2 ? a.url : b.url, 'jobs.export', { n }, { key: `job-${n}`, account: acct });
+    const ids = new Map<number, string>();
+    let refusals = 0;
+    const submitAll = async () => {
+      for (let n = 0; n < 200; n++) {
+        if (ids.has(n)) continue;
+        const answer = await submit(n);
+        if (answer.status === 202) {
+          ids.set(n, answer.json.result.data.operationId);
+        } else {
+          // The queue is full: a retryable answer with a wait, nothing stored.
+          expect(answer.status).toBe(503);
+          expect(answer.json.error.data.idem.reason).toBe('IDEMPOTENCY_QUEUE_FULL');
+          expect(answer.headers['retry-after']).toBe('1');
+          refusals++;
+        }
+      }
+    };
+    // The jobs wait at a closed gate: 4 run in each process, the rest queue up to the depth.
+    await submitAll();
+    expect(refusals).toBeGreaterThan(0);
+    expect(ids.size).toBeLessThan(200);
+    // The newest queued job is cancelled before any worker reaches it: it never runs.
+    const victim = ids.get(Math.max(...ids.keys()))!;
+    const cancel = await post(a.url, 'jobs.cancel', { operationId: victim }, { account: acct });
+    expect(cancel.json.result.data).toBe('cancelled');
+    // Another caller polling a real operation id learns what a random id tells: nothing.
+    const theirs = await statusOf(b.url, ids.get(0)!, account());
+    expect(theirs.status).toBe(404);
+    expect(theirs.text).toBe((await statusOf(b.url, randomUUID(), account())).text);
+
+    await env.db.execute(openQueueGate);
+    while (ids.size < 200) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // Retry-After: 1
+      await submitAll();
+    }
+    await expect
+      .poll(() => env.count(sql`select 1 from test_queue_runs`), { timeout: 60_000 })
+      .toBe(199);
+    const stats = await Promise.all(
+      [a, b].map(async (server) => {
+        const response = await fetch(`${server.url}/jobs.stats`);
+        return ((await response.json()) as { result: { data: { [k: string]: number } } }).result
+          .data;
+      }),
+    );
+    for (const s of stats) {
+      expect(s.maxRunning!).toBeLessThanOrEqual(4);
+      expect(s.duplicates).toBe(0);
+      expect(s.running).toBe(0);
+    }
+    expect(stats.reduce((sum, s) => sum + s.runs!, 0)).toBe(199);
+    expect(stats.map((s) => s.maxRunning)).toEqual([4, 4]);
+    expect(await env.count(sql`select 1 from test_queue_runs where operation_id = ${victim}`)).toBe(
+      0,
+    );
+    expect(
+      await env.count(
+        sql`select 1 from idem_records where scope = ${acct} and state = 'COMPLETED'`,
+      ),
+    ).toBe(199);
+  });
 
   it('runs 60 concurrent identical requests across two server processes once', async () => {
     await using env = await postgresEnv();
@@ -99,4 +175,7 @@ describe.skipIf(!available)('PostgreSQL', () => {
     expect(app.counter.calls['orders.create']).toBeUndefined();
     await client.end({ timeout: 1 });
   });
+
+  // Last: every reason above, checked against the contract's table.
+  itProducedEveryReason();
 });

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS, type RecoveryStore } from '@idem/contract';
 import { testMeter } from '@idem/testing';
-import { createReaper, hashIdempotencyKey, SERVER_METRICS } from '../src/index.js';
+import { checkResolution, createReaper, hashIdempotencyKey, SERVER_METRICS } from '../src/index.js';
 import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import {
@@ -10,7 +10,7 @@ import {
   processorCounts,
   type PaymentsAppOptions,
 } from './fixtures/paymentsApp.js';
-import { Gate } from './fixtures/testApp.js';
+import { Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 
 const LEASE = 10_000;
 /**
@@ -210,6 +210,8 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       });
       const first = await server.call('pay', pay, 'k-timeout');
       expect(first.status).toBe(503);
+      expect(first.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_LOOKUP_PENDING');
+      expect(first.headers['retry-after']).toBe('1');
       expect(await stateOf(env)).toBe('OUTCOME_UNKNOWN');
       // While the call could still be in flight, a lookup could miss it: the retry is told to wait.
       const early = await server.call('pay', pay, 'k-timeout');
@@ -281,7 +283,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const record = (await store.readRecovery({
         scope: acct,
         procedure: 'pay',
-        keyHash: hashIdempotencyKey('k-manual'),
+        keyHash: hashIdempotencyKey('k-manual', TEST_KEY_SECRET, acct),
       }))!;
       expect(record.state).toBe('NEEDS_RECONCILIATION');
       expect(record.reconcileReason).toBe('no_lookup');
@@ -322,6 +324,57 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         fromState: 'NEEDS_RECONCILIATION',
         toState: 'COMPLETED',
       });
+    });
+
+    it('an operator resolves an unknown outcome as a failure: retries get its code, status and message, never a 500', async () => {
+      await using env = await makeEnv();
+      await using server = await paymentsServer(env, env.store as never, {
+        withLookup: false,
+        fault: { at: 'charge-timeout-after-commit', how: 'throw' },
+      });
+      expect((await server.call('pay', pay, 'k-declined')).status).toBe(409);
+      const store = env.store as unknown as RecoveryStore<unknown>;
+      const record = (await store.readRecovery({
+        scope: acct,
+        procedure: 'pay',
+        keyHash: hashIdempotencyKey('k-declined', TEST_KEY_SECRET, acct),
+      }))!;
+      // What docs/operations.md used to invite: a free-form body. Refused before anything is written.
+      const freeForm = checkResolution({
+        state: 'TERMINAL_FAILURE',
+        status: 402,
+        body: '{"error":"card declined"}',
+      });
+      expect(freeForm).toMatchObject({
+        ok: false,
+        message: expect.stringMatching(/code.*message/),
+      });
+      const checked = checkResolution({
+        state: 'TERMINAL_FAILURE',
+        body: '{"code":"PRECONDITION_FAILED","message":"the card was declined"}',
+      });
+      if (!checked.ok) throw new Error(checked.message);
+      expect(checked.response).toMatchObject({ status: 412 });
+      const resolved = await store.resolve(
+        { id: record.id, version: record.version },
+        {
+          state: 'TERMINAL_FAILURE',
+          response: {
+            ...checked.response!,
+            replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,
+            retentionMs: DEFAULT_RETENTION_MS,
+          },
+          actor: 'ops@example',
+          note: 'the processor declined it',
+        },
+      );
+      expect(resolved).toBe(true);
+      const replay = await server.call('pay', pay, 'k-declined');
+      expect(replay.status).toBe(412);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json.error.message).toBe('the card was declined');
+      expect(replay.json.error.data.code).toBe('PRECONDITION_FAILED');
+      expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1 });
     });
 
     it('a failure while saving the result rolls back the local writes and stores nothing', async () => {

@@ -1,13 +1,21 @@
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from './fixtures/databases.js';
 import { httpPost } from '@idem/testing';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
-import { createTestApp, Gate } from './fixtures/testApp.js';
-import { idemResponseMeta, type IdemServerEvent, type MaskedError } from '../src/index.js';
+import { createTestApp, Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
+import { noteReason } from './fixtures/reasonLedger.js';
+import type { IdempotencyStore } from '@idem/contract';
+import {
+  fingerprint,
+  hashIdempotencyKey,
+  idemResponseMeta,
+  type IdemServerEvent,
+  type MaskedError,
+} from '../src/index.js';
 
 const order = { sku: 'sku-1', quantity: 2 };
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
@@ -82,6 +90,74 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(reordered.status).toBe(200);
       expect(reordered.headers['idempotent-replayed']).toBe('true');
       expect(reordered.text).toBe(first.text);
+    });
+
+    it('compares a live record by the fingerprint algorithm it was made by (records of algorithm 1)', async () => {
+      const acct = account();
+      const store = env.store as unknown as IdempotencyStore<unknown>;
+      const claim = await store.claim({
+        scope: acct,
+        procedure: 'orders.create',
+        keyHash: hashIdempotencyKey('k-v1', TEST_KEY_SECRET, acct),
+        fingerprint: fingerprint(order, 1),
+        fingerprintVersion: 1,
+        leaseMs: 30_000,
+        owner: 'before-the-upgrade',
+        input: null,
+      });
+      if (claim.kind !== 'claimed') throw new Error('expected a fresh claim');
+      const body = JSON.stringify({ id: -1, sku: order.sku, quantity: order.quantity });
+      const windows = { replayWindowMs: 60_000, retentionMs: 60_000 };
+      const fence = { id: claim.record.id, version: claim.record.version };
+      expect(await store.complete(fence, { status: 200, body, ...windows })).toBe(true);
+      const replay = await create(order, 'k-v1', acct);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json.result.data).toEqual(JSON.parse(body));
+      const other = await create({ ...order, quantity: 3 }, 'k-v1', acct);
+      expect(other.json.error.data.idem.reason).toBe('IDEMPOTENCY_KEY_REUSED');
+      expect(await env.count(ordersOf(acct))).toBe(0);
+    });
+
+    it('stores keyed hashes, and a rotation keeps live keys only through previousKeySecrets', async () => {
+      const acct = account();
+      const before = 'before-the-rotation-0123456789abcdef';
+      const after = 'after-the-rotation-0123456789abcdefg';
+      const old = createTestApp(env.store as never, { keySecret: before });
+      const rotating = createTestApp(env.store as never, {
+        keySecret: after,
+        previousKeySecrets: [before],
+      });
+      const switched = createTestApp(env.store as never, { keySecret: after });
+      await using oldServer = await serve(old.router);
+      await using rotatingServer = await serve(rotating.router);
+      await using switchedServer = await serve(switched.router);
+      const first = await post(oldServer.url, 'orders.create', order, {
+        key: 'k-rot',
+        account: acct,
+      });
+      expect(first.status).toBe(200);
+      // The table holds HMAC(secret, scope + key): not the plain SHA-256 of a guessable key.
+      const rows = (await env.db.execute(
+        sql`select key_hash from idem_records where scope = ${acct}`,
+      )) as unknown as { key_hash: string }[] | { rows: { key_hash: string }[] };
+      const [row] = Array.isArray(rows) ? rows : rows.rows;
+      expect(row!.key_hash).toBe(hashIdempotencyKey('k-rot', before, acct));
+      expect(row!.key_hash).not.toBe(createHash('sha256').update('k-rot').digest('hex'));
+      // The new secret with the old one listed: the live key is still a retry.
+      const retried = await post(rotatingServer.url, 'orders.create', order, {
+        key: 'k-rot',
+        account: acct,
+      });
+      expect(retried.headers['idempotent-replayed']).toBe('true');
+      expect(retried.text).toBe(first.text);
+      // The new secret alone: the live key is a new request (documented).
+      const anew = await post(switchedServer.url, 'orders.create', order, {
+        key: 'k-rot',
+        account: acct,
+      });
+      expect(anew.status).toBe(200);
+      expect(anew.headers['idempotent-replayed']).toBeUndefined();
+      expect(await env.count(ordersOf(acct))).toBe(2);
     });
 
     it('keeps scopes apart: another caller with the same key runs separately and never sees the first result', async () => {
@@ -166,6 +242,9 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.json.error.message).toBe(first.json.error.message);
       expect(again.json.error.data.code).toBe('NOT_FOUND');
+      // tRPC's isDev is on here (NODE_ENV is not production): still no stack, byte for byte.
+      expect(first.json.error.data.stack).toBeUndefined();
+      expect(again.text).toBe(first.text);
       expect(app.counter.calls['orders.reject']! - before).toBe(1);
       expect(await env.count(ordersOf(acct))).toBe(0);
     });
@@ -248,6 +327,7 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
         JSON.stringify({ 0: { id: 1 }, 1: order, 2: order }),
         { authorization: `Bearer ${acct}`, 'idempotency-key': 'k-batch' },
       );
+      noteReason(res);
       expect(res.status).toBe(400);
       expect(res.headers['idempotent-replayed']).toBeUndefined();
       expect(res.json).toHaveLength(3);

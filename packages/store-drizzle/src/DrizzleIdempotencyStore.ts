@@ -34,6 +34,7 @@ import { databaseClock, milliseconds } from './databaseClock.js';
 import { executeRows, type StatementRunner } from './executeRows.js';
 import { hasSqlState } from './hasSqlState.js';
 import * as operator from './operatorStatements.js';
+import * as queue from './queueStatements.js';
 import * as reaper from './reaperStatements.js';
 import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
 import * as recovery from './recoveryStatements.js';
@@ -266,6 +267,23 @@ export class DrizzleIdempotencyStore<
     if (options.procedures.length === 0) return [];
     const statement = recovery.takeOverAbandoned(options, this.#clock);
     return (await executeRows<RecordRow>(this.#statements(), statement)).map(toRecoveryRecord);
+  }
+
+  async takePending(options: queue.TakePendingOptions): Promise<RecoveryRecord[]> {
+    assertMilliseconds('leaseMs', options.leaseMs, 1);
+    assertLimit('limit', options.limit);
+    if (options.procedures.length === 0) return [];
+    const statement = queue.takePending(options, this.#clock);
+    return (await executeRows<RecordRow>(this.#statements(), statement)).map(toRecoveryRecord);
+  }
+
+  async countPending(procedures: readonly string[]): Promise<number> {
+    if (procedures.length === 0) return 0;
+    const [row] = await executeRows<{ pending: number }>(
+      this.#statements(),
+      queue.countPending(procedures),
+    );
+    return Number(row?.pending ?? 0);
   }
 
   async cancel(

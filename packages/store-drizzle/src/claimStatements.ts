@@ -103,7 +103,9 @@ function withLockTimeout(
 
 /**
  * Step 1 of a claim, one statement: inserts a fresh IN_PROGRESS row if the key is free
- * (`inserted` true), else returns the live row (`inserted` false). Returns no record (no row, or
+ * (`inserted` true), else returns the live row (`inserted` false). With `pending`, the fresh row
+ * is PENDING without a lease (queued work, taken by `takePending`: see queueStatements.ts); the
+ * unique index arbitrates racers the same way. Returns no record (no row, or
  * a row of nulls) when the INSERT waited for a concurrent claim that then committed: see the
  * first timeline above.
  */
@@ -116,8 +118,10 @@ export function insertOrGetLive(input: ClaimInput, clock: SQL): SQL {
         lease_owner, lease_expires_at, created_at, updated_at, input_text
       )
       SELECT ${input.scope}::text, ${input.procedure}::text, ${input.keyHash}::text,
-        ${input.fingerprint}::text, ${input.fingerprintVersion}::integer, 'IN_PROGRESS', 1, 1,
-        ${input.owner}::text, ${clock} + ${milliseconds(input.leaseMs)}, ${clock}, ${clock},
+        ${input.fingerprint}::text, ${input.fingerprintVersion}::integer,
+        ${input.pending ? 'PENDING' : 'IN_PROGRESS'}::text, 1, 1,
+        ${input.pending ? null : input.owner}::text,
+        ${input.pending ? sql`NULL` : sql`${clock} + ${milliseconds(input.leaseMs)}`}, ${clock}, ${clock},
         ${input.input ?? null}::text
       ${from}
       ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING

@@ -8,6 +8,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase, httpPost, postgresAvailable } from '@idem/testing';
@@ -146,7 +147,11 @@ describe.skipIf(!available)("the README's Usage as a new workspace package", () 
       expect(mustRun('pnpm', ['exec', 'idem-admin', '--help'], dir).stdout).toContain('audit');
 
       const port = await freePort();
-      const env = { DATABASE_URL: database.url, PORT: String(port) };
+      const env = {
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        IDEM_KEY_SECRET: randomBytes(32).toString('hex'),
+      };
       let output = '';
       server = spawn(join(dir, 'node_modules/.bin/tsx'), ['server.ts'], {
         cwd: dir,

@@ -13,6 +13,7 @@ type Context = IdemContext & { accountId: string };
 const t = initTRPC.context<Context>().meta<IdemMeta>().create();
 const authed = t.procedure;
 const idem = createIdempotency({
+  keySecret: process.env.IDEM_KEY_SECRET!,
   store: createPgliteStore(drizzle('memory://')),
   scope: (ctx: Context) => ctx.accountId,
 });

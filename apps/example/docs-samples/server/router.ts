@@ -12,6 +12,7 @@ type Context = IdemContext & { accountId: string };
 const t = initTRPC.context<Context>().meta<IdemMeta>().create();
 export const store = createPgliteStore(drizzle('memory://'));
 export const idem = createIdempotency({
+  keySecret: process.env.IDEM_KEY_SECRET!,
   store,
   scope: (ctx: Context) => ctx.accountId,
 });

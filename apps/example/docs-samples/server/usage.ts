@@ -45,6 +45,7 @@ const authed = t.procedure.use(({ ctx, next }) => {
 const idem = createIdempotency({
   store: createPostgresJsStore(db),
   scope: (ctx: Context) => ctx.accountId ?? '', // required: keys are per caller, never global
+  keySecret: process.env.IDEM_KEY_SECRET!, // required, 32+ characters: keys are kept as HMACs
 });
 
 export const appRouter = t.router({

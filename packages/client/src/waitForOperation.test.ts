@@ -1,0 +1,71 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { RetryClock } from './RetryClock.js';
+import { OperationWaitTimeoutError, waitForOperation } from './waitForOperation.js';
+
+/** A clock whose sleeps only move its own time forward. */
+function virtualClock(): RetryClock & { slept: number[] } {
+  let now = 0;
+  const slept: number[] = [];
+  return {
+    slept,
+    now: () => now,
+    sleep: async (ms) => {
+      slept.push(ms);
+      now += ms;
+    },
+  };
+}
+
+type Status = { operationId: string; state: string; result?: { url: string } };
+
+describe('waitForOperation', () => {
+  it('reads the status until the operation is over, and returns it typed', async () => {
+    const states = ['PENDING', 'IN_PROGRESS', 'COMPLETED'];
+    const clock = virtualClock();
+    const read = async ({ operationId }: { operationId: string }): Promise<Status> => {
+      const state = states.shift()!;
+      return state === 'COMPLETED'
+        ? { operationId, state, result: { url: 'r/1' } }
+        : { operationId, state };
+    };
+    const status = await waitForOperation(
+      read,
+      { operationId: 'op-1' },
+      { clock, intervalMs: 100 },
+    );
+    expectTypeOf(status).toEqualTypeOf<Status>();
+    expect(status).toEqual({ operationId: 'op-1', state: 'COMPLETED', result: { url: 'r/1' } });
+    expect(clock.slept).toEqual([100, 100]);
+  });
+
+  it('gives up at its deadline, saying the work goes on', async () => {
+    const clock = virtualClock();
+    const read = async () => ({ state: 'IN_PROGRESS' });
+    const waiting = waitForOperation(
+      read,
+      { operationId: 'op-2' },
+      {
+        clock,
+        intervalMs: 400,
+        timeoutMs: 1_000,
+      },
+    );
+    await expect(waiting).rejects.toBeInstanceOf(OperationWaitTimeoutError);
+    await expect(waiting).rejects.toThrow(/op-2 is still IN_PROGRESS at the deadline/);
+    expect(clock.slept).toEqual([400, 400, 200]);
+  });
+
+  it('stops on abort', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('left the page'));
+    await expect(
+      waitForOperation(
+        async () => ({ state: 'PENDING' }),
+        { operationId: 'op-3' },
+        {
+          signal: controller.signal,
+        },
+      ),
+    ).rejects.toThrow('left the page');
+  });
+});

@@ -1,0 +1,65 @@
+import { systemClock, type RetryClock } from './RetryClock.js';
+
+/** The states in which an operation is over (or needs a person): waiting ends there. */
+const SETTLED = new Set(['COMPLETED', 'TERMINAL_FAILURE', 'NEEDS_RECONCILIATION']);
+
+/** Options of {@link waitForOperation}. */
+export interface WaitForOperationOptions {
+  /** Milliseconds to wait in all, from the call. Defaults to 30 000. */
+  timeoutMs?: number;
+  /** Milliseconds between two status reads. Defaults to 500. */
+  intervalMs?: number;
+  /** Stops waiting (rejects with its reason), also during a pause. */
+  signal?: AbortSignal;
+  /** The clock, for tests. Defaults to {@link systemClock}. */
+  clock?: RetryClock;
+}
+
+/** Raised when an operation is still running at the end of {@link waitForOperation}'s deadline. */
+export class OperationWaitTimeoutError extends Error {
+  readonly isOperationWaitTimeoutError = true;
+  constructor(
+    readonly operationId: string,
+    readonly lastState: string,
+  ) {
+    super(`operation ${operationId} is still ${lastState} at the deadline; poll it again later`);
+    this.name = 'OperationWaitTimeoutError';
+  }
+}
+
+/**
+ * Waits for long-running work (`respond: 'accepted'`) to end, reading its status until it is
+ * COMPLETED, TERMINAL_FAILURE or NEEDS_RECONCILIATION, within one deadline. Typed by the status
+ * query you pass, e.g. the one mounted with `idem.operationStatusQuery`:
+ *
+ *   const accepted = await client.jobs.export.mutate(input); // { operationId, state }
+ *   const status = await waitForOperation(client.jobs.status.query, accepted, { timeoutMs: 60_000 });
+ *   if (status.state === 'COMPLETED') use(status.result);
+ *
+ * Rejects with {@link OperationWaitTimeoutError} at the deadline (the work goes on: poll again),
+ * with the status query's own error when it fails, and with the signal's reason on abort.
+ */
+export async function waitForOperation<TStatus extends { state: string }>(
+  readStatus: (
+    input: { operationId: string },
+    options?: { signal?: AbortSignal },
+  ) => Promise<TStatus>,
+  accepted: { operationId: string },
+  options: WaitForOperationOptions = {},
+): Promise<TStatus> {
+  const clock = options.clock ?? systemClock;
+  const deadline = clock.now() + (options.timeoutMs ?? 30_000);
+  const interval = options.intervalMs ?? 500;
+  const { operationId } = accepted;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const status = await readStatus(
+      { operationId },
+      options.signal ? { signal: options.signal } : undefined,
+    );
+    if (SETTLED.has(status.state)) return status;
+    const left = deadline - clock.now();
+    if (left <= 0) throw new OperationWaitTimeoutError(operationId, status.state);
+    await clock.sleep(Math.min(interval, left), options.signal);
+  }
+}

@@ -10,8 +10,8 @@ import type {
 import { expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
 import { createIdempotency } from './createIdempotency.js';
-import { idemContext, type IdemContext } from './idemContext.js';
-import type { ExternalIdemExecution } from './IdemExecution.js';
+import { idemContext, type IdemContext } from './request/idemContext.js';
+import type { ExternalIdemExecution } from './request/IdemExecution.js';
 
 interface FakeTx {
   insert(row: { sku: string }): Promise<void>;

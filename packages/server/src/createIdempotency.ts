@@ -23,25 +23,38 @@ import {
   type IdempotencyOptions,
   type IdempotencyStore,
 } from '@idem/contract';
-import { executeExternal } from './executeExternal.js';
-import { executeLocal } from './executeLocal.js';
-import { isDatabaseUnreachable, storeUnavailable } from './storeUnavailable.js';
-import { findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
-import type { IdemContext } from './idemContext.js';
-import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
-import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
-import { idemTRPCError } from './IdemRequestError.js';
-import { markIdemMiddleware } from './idemMiddlewareMark.js';
-import { findMisplacedIdempotency } from './auditRouter.js';
-import { formatIdemError, type IdemErrorShape } from './formatIdemError.js';
-import type { IdemServerEvent } from './IdemServerEvent.js';
-import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
-import type { ReplayStrategy } from './ReplayStrategy.js';
-import { stepsNeedInputCipher } from './stepResultCodec.js';
-import { createCompleter, type Completer, type CompleterOptions } from './createCompleter.js';
-import { createOperationTools, type OperationTools } from './operationTools.js';
-import type { TextCipher } from './aesGcmCipher.js';
-import { createIdemTelemetry } from './idemTelemetry.js';
+import { executeExternal } from './phases/executeExternal.js';
+import { executeLocal } from './phases/executeLocal.js';
+import { isDatabaseUnreachable, storeUnavailable } from './errors/storeUnavailable.js';
+import { findNul, fingerprint, hashIdempotencyKey } from './request/fingerprint.js';
+import type { IdemContext } from './request/idemContext.js';
+import type {
+  ExternalIdemExecution,
+  IdemExecution,
+  LocalIdemExecution,
+} from './request/IdemExecution.js';
+import type {
+  IdemJob,
+  IdemRuntime,
+  NextResult,
+  ResolvedProcedureOptions,
+} from './request/IdemJob.js';
+import { idemTRPCError } from './errors/IdemRequestError.js';
+import { markIdemMiddleware } from './trpc/idemMiddlewareMark.js';
+import { findMisplacedIdempotency } from './trpc/auditRouter.js';
+import { formatIdemError, type IdemErrorShape } from './errors/formatIdemError.js';
+import type { IdemServerEvent } from './telemetry/IdemServerEvent.js';
+import { jsonSerializer, type ResultSerializer } from './replay/ResultSerializer.js';
+import type { ReplayStrategy } from './replay/ReplayStrategy.js';
+import { stepsNeedInputCipher } from './phases/stepResultCodec.js';
+import {
+  createCompleter,
+  type Completer,
+  type CompleterOptions,
+} from './workers/createCompleter.js';
+import { createOperationTools, type OperationTools } from './operations/operationTools.js';
+import type { TextCipher } from './replay/aesGcmCipher.js';
+import { createIdemTelemetry } from './telemetry/idemTelemetry.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
 export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {

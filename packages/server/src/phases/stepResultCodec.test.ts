@@ -1,11 +1,11 @@
 import type { IdempotencyStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
-import { aesGcmCipher } from './aesGcmCipher.js';
-import { createIdempotency } from './createIdempotency.js';
-import type { IdemContext } from './idemContext.js';
-import type { IdemJob } from './IdemJob.js';
-import type { ReplayStrategy } from './ReplayStrategy.js';
-import { jsonSerializer } from './ResultSerializer.js';
+import { aesGcmCipher } from '../replay/aesGcmCipher.js';
+import { createIdempotency } from '../createIdempotency.js';
+import type { IdemContext } from '../request/idemContext.js';
+import type { IdemJob } from '../request/IdemJob.js';
+import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
+import { jsonSerializer } from '../replay/ResultSerializer.js';
 import { stepResultCodec } from './stepResultCodec.js';
 
 const cipher = aesGcmCipher('b'.repeat(64));

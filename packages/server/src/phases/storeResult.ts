@@ -1,6 +1,6 @@
-import type { ReplayStrategy } from './ReplayStrategy.js';
-import { STORED_TAGS } from './ReplayStrategy.js';
-import type { ResultSerializer } from './ResultSerializer.js';
+import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
+import { STORED_TAGS } from '../replay/ReplayStrategy.js';
+import type { ResultSerializer } from '../replay/ResultSerializer.js';
 
 /** The text the store keeps for a successful output, by the procedure's replay strategy. */
 export function storeResult(

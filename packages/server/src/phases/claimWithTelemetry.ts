@@ -1,5 +1,5 @@
 import type { ClaimResult } from '@idem/contract';
-import type { IdemJob } from './IdemJob.js';
+import type { IdemJob } from '../request/IdemJob.js';
 
 /** Claims the job's key (in `tx` when given), timed and in an `idem.claim` span. */
 export async function claimWithTelemetry(

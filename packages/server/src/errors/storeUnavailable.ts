@@ -1,5 +1,5 @@
 import type { TRPCError } from '@trpc/server';
-import type { IdemJob } from './IdemJob.js';
+import type { IdemJob } from '../request/IdemJob.js';
 
 /** Milliseconds a client is asked to wait after the store failed. */
 const STORE_RETRY_AFTER_MS = 1000;

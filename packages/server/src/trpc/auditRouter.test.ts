@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { IdemMeta, IdempotencyStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { assertRouterDecided, auditRouter } from './auditRouter.js';
-import { createIdempotency } from './createIdempotency.js';
-import type { IdemContext } from './idemContext.js';
+import { createIdempotency } from '../createIdempotency.js';
+import type { IdemContext } from '../request/idemContext.js';
 import { retryUnsafe } from './retryUnsafe.js';
 
 type Ctx = IdemContext & { account: string };

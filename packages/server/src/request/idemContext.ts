@@ -7,7 +7,7 @@ import {
   type IdemMeta,
   type RecoveryRecord,
 } from '@idem/contract';
-import { idemTRPCError } from './IdemRequestError.js';
+import { idemTRPCError } from '../errors/IdemRequestError.js';
 
 /**
  * What idem reads from one HTTP request, and the response headers it wants set. Built once per

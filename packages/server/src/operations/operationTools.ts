@@ -1,8 +1,8 @@
 import { TRPCError } from '@trpc/server';
 import type { RecordState, RecoveryRecord, RecoveryStore } from '@idem/contract';
-import type { IdemRuntime } from './IdemJob.js';
-import { STORED_TAGS } from './ReplayStrategy.js';
-import { serializeFailure, storedFailureSchema } from './storedFailure.js';
+import type { IdemRuntime } from '../request/IdemJob.js';
+import { STORED_TAGS } from '../replay/ReplayStrategy.js';
+import { serializeFailure, storedFailureSchema } from '../replay/storedFailure.js';
 
 /** What a caller may learn about one of its own operations. */
 export interface OperationStatus {

@@ -1,14 +1,14 @@
 import { TRPCError } from '@trpc/server';
 import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
-import { acceptedResponse } from './acceptedResponse.js';
-import { answerExisting, inProgress } from './answerExisting.js';
+import { acceptedResponse } from '../replay/acceptedResponse.js';
+import { answerExisting, inProgress } from '../replay/answerExisting.js';
 import { classifyFailure } from './classifyFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
-import type { IdemJob, NextResult } from './IdemJob.js';
+import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { PhasedExecution } from './PhasedExecution.js';
-import { storeUnavailable } from './storeUnavailable.js';
-import { serializeFailure } from './storedFailure.js';
+import { storeUnavailable } from '../errors/storeUnavailable.js';
+import { serializeFailure } from '../replay/storedFailure.js';
 import { storeResult } from './storeResult.js';
 
 /**

@@ -2,8 +2,8 @@ import { TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
 import { acceptedResponse } from './acceptedResponse.js';
-import { fingerprint } from './fingerprint.js';
-import type { IdemJob, NextResult } from './IdemJob.js';
+import { fingerprint } from '../request/fingerprint.js';
+import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { STORED_TAGS } from './ReplayStrategy.js';
 import { storedFailureSchema } from './storedFailure.js';
 

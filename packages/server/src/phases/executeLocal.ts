@@ -1,13 +1,13 @@
 import type { TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { IdempotencyRecord } from '@idem/contract';
-import { answerExisting, inProgress } from './answerExisting.js';
+import { answerExisting, inProgress } from '../replay/answerExisting.js';
 import { classifyFailure } from './classifyFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
-import type { IdemJob, NextResult } from './IdemJob.js';
-import { storeUnavailable } from './storeUnavailable.js';
-import { serializeFailure } from './storedFailure.js';
+import type { IdemJob, NextResult } from '../request/IdemJob.js';
+import { storeUnavailable } from '../errors/storeUnavailable.js';
+import { serializeFailure } from '../replay/storedFailure.js';
 import { storeResult } from './storeResult.js';
 
 /** Thrown inside the transaction to roll it back; never leaves this module. */

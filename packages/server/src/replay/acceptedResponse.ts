@@ -1,6 +1,6 @@
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { RecordState } from '@idem/contract';
-import type { IdemJob, NextResult } from './IdemJob.js';
+import type { IdemJob, NextResult } from '../request/IdemJob.js';
 
 /** The body of a 202 answer: the operation to poll. */
 export interface AcceptedOperation {

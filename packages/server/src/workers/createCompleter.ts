@@ -5,8 +5,8 @@ import {
   type RecoveryRecord,
   type RecoveryStore,
 } from '@idem/contract';
-import type { IdemContext, IdemRequest } from './idemContext.js';
-import type { IdemRuntime } from './IdemJob.js';
+import type { IdemContext, IdemRequest } from '../request/idemContext.js';
+import type { IdemRuntime } from '../request/IdemJob.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
 
 /** Options of the completer (configured once per worker). */

@@ -1,4 +1,4 @@
-import type { PhaseTools } from './PhasedExecution.js';
+import type { PhaseTools } from '../phases/PhasedExecution.js';
 
 /**
  * What an idempotent procedure finds in `ctx.idem` while it runs (request-scoped).

@@ -1,6 +1,6 @@
 import type { RecoveryStore, StuckReport } from '@idem/contract';
 import type { Meter } from '@opentelemetry/api';
-import { createIdemTelemetry } from './idemTelemetry.js';
+import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
 
 /** Options of {@link createReaper} (configured once per worker). */

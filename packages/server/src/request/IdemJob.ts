@@ -9,11 +9,11 @@ import type {
 } from '@idem/contract';
 import type { IdemRequest } from './idemContext.js';
 import type { IdemExecution } from './IdemExecution.js';
-import type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
-import type { ReplayStrategy } from './ReplayStrategy.js';
-import type { ResultSerializer } from './ResultSerializer.js';
-import type { TextCipher } from './aesGcmCipher.js';
-import type { IdemTelemetry } from './idemTelemetry.js';
+import type { IdemEventBase, IdemServerEvent } from '../telemetry/IdemServerEvent.js';
+import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
+import type { ResultSerializer } from '../replay/ResultSerializer.js';
+import type { TextCipher } from '../replay/aesGcmCipher.js';
+import type { IdemTelemetry } from '../telemetry/idemTelemetry.js';
 
 /** Per-procedure settings after defaults were applied (configured once per procedure). */
 export interface ResolvedProcedureOptions {

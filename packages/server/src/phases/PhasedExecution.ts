@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import type { Fence, ReconciliationReason, RecoveryStore } from '@idem/contract';
 import { classifyFailure } from './classifyFailure.js';
-import type { IdemJob } from './IdemJob.js';
+import type { IdemJob } from '../request/IdemJob.js';
 import { parseSteps, type StepRecord, type Steps } from './steps.js';
 import { raceSignal, timeLimitError, withTimeLimit } from './callTimeLimit.js';
 import { stepResultCodec } from './stepResultCodec.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TRPCDefaultErrorData, TRPCDefaultErrorShape, TRPCError } from '@trpc/server';
 import type { IdemErrorData } from '@idem/contract';
-import type { IdemContext } from './idemContext.js';
+import type { IdemContext } from '../request/idemContext.js';
 import { readIdemErrorCause } from './IdemRequestError.js';
 
 /** What {@link idemErrorFormatter} reports about an error it masked: for your server log. */

@@ -1,0 +1,45 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { DEFAULT_MAX_TAKEOVERS, type IdempotencyStore } from '@idem/contract';
+import type { CreateIdempotencyOptions } from '../createIdempotency.js';
+import { jsonSerializer } from '../replay/ResultSerializer.js';
+import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
+import type { IdemContext } from './idemContext.js';
+import type { IdemRuntime } from './IdemJob.js';
+
+/** The settings and services of one `createIdempotency`, defaults applied (per app). */
+export function createIdemRuntime<TContext extends IdemContext, TTx>(
+  options: CreateIdempotencyOptions<TContext, TTx>,
+): IdemRuntime {
+  const onEvent = options.onEvent;
+  const telemetry = createIdemTelemetry({
+    ...(options.meter ? { meter: options.meter } : {}),
+    tracing: options.tracing ?? true,
+  });
+  return {
+    store: options.store as IdempotencyStore<unknown>,
+    serializer: options.serializer ?? jsonSerializer,
+    owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    inProgressRetryAfterMs: options.inProgressRetryAfterMs ?? 1000,
+    maxTakeovers: checkedMaxTakeovers(options.maxTakeovers),
+    inputCipher: options.inputCipher ?? null,
+    telemetry,
+    emit: (event) => {
+      telemetry.onEvent(event);
+      if (!onEvent) return;
+      try {
+        onEvent(event);
+      } catch {
+        // A failing log hook must never change a request's outcome.
+      }
+    },
+  };
+}
+
+function checkedMaxTakeovers(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_TAKEOVERS;
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new TypeError(`createIdempotency: maxTakeovers must be an integer from 0, got ${value}`);
+  }
+  return value;
+}

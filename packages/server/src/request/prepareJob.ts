@@ -1,0 +1,151 @@
+import { TRPCError } from '@trpc/server';
+import { FINGERPRINT_VERSION, RETRY_AFTER_HEADER, parseIdempotencyKey } from '@idem/contract';
+import { idemTRPCError } from '../errors/IdemRequestError.js';
+import { isDatabaseUnreachable, storeUnavailable } from '../errors/storeUnavailable.js';
+import { executeExternal } from '../phases/executeExternal.js';
+import { executeLocal } from '../phases/executeLocal.js';
+import type { IdemMiddlewareCall } from '../trpc/idemProcedureBuilder.js';
+import { findNul, fingerprint, hashIdempotencyKey } from './fingerprint.js';
+import type { IdemContext } from './idemContext.js';
+import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
+
+/** The scope a key is claimed in: the caller's scope, then the procedure's suffix if it has one. */
+export function composeScope(base: string, suffix: string | undefined): string {
+  return suffix ? `${base}:${suffix}` : base;
+}
+
+/**
+ * One request on an idempotent procedure, from idem's middleware to its answer (per request):
+ * prepare the job, run it in the procedure's mode, and turn a handler that failed with the
+ * database into the store's 503.
+ */
+export async function runRequest<TContext extends IdemContext>(
+  runtime: IdemRuntime,
+  options: ResolvedProcedureOptions,
+  scopeOf: (ctx: TContext) => string | Promise<string>,
+  call: IdemMiddlewareCall<TContext, never>,
+): Promise<NextResult> {
+  const job = await prepareJob(runtime, options, scopeOf, call);
+  const execute = options.mode === 'local' ? executeLocal : executeExternal;
+  const started = performance.now();
+  try {
+    const result = await execute(job);
+    // The handler failed because the database went away (an outage mid-phase): a 503.
+    if (!result.ok && isDatabaseUnreachable(result.error)) {
+      throw storeUnavailable(job, result.error);
+    }
+    return result;
+  } finally {
+    runtime.telemetry.requestDuration(performance.now() - started, job.claim.procedure);
+  }
+}
+
+const identity = (text: string) => text;
+
+async function prepareJob<TContext extends IdemContext>(
+  runtime: IdemRuntime,
+  options: ResolvedProcedureOptions,
+  scopeOf: (ctx: TContext) => string | Promise<string>,
+  opts: IdemMiddlewareCall<TContext, never>,
+): Promise<IdemJob> {
+  const { ctx, path, type, input } = opts;
+  if (type !== 'mutation') {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: ${path} is a ${type}; only mutations take idempotency keys`,
+    });
+  }
+  const request = ctx.idemRequest;
+  if (!request) {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message:
+        'idem: ctx.idemRequest is missing: spread idemContext(opts) into your createContext result',
+    });
+  }
+  const base = await scopeOf(ctx);
+  if (typeof base !== 'string' || base.length === 0) {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: scope() returned no scope for ${path}; idempotency keys are never global`,
+    });
+  }
+  const scope = composeScope(base, options.scopeSuffix);
+  const resume = request.resume ?? null;
+  if (resume && (resume.scope !== scope || resume.procedure !== path)) {
+    throw new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: the completer's context gives scope for ${path} that does not match record ${resume.id}`,
+    });
+  }
+  // The completer resumes a record by id; it has no key, only the key's hash.
+  const parsed = resume
+    ? ({ ok: true, keyHash: resume.keyHash } as const)
+    : parseIdempotencyKey(request.keyValues);
+  const keyHash = parsed.ok
+    ? 'keyHash' in parsed
+      ? parsed.keyHash
+      : hashIdempotencyKey(parsed.key)
+    : '';
+  const event = { procedure: path, scope, keyHash, requestId: request.requestId };
+
+  const reject: IdemJob['reject'] = (reason, message, extra = {}) => {
+    runtime.emit({ ...event, type: 'rejected', reason, operationId: extra.operationId ?? null });
+    if (extra.retryAfterMs !== undefined) {
+      request.response.headers.set(
+        RETRY_AFTER_HEADER,
+        String(Math.max(1, Math.ceil(extra.retryAfterMs / 1000))),
+      );
+    }
+    return idemTRPCError(reason, message, extra);
+  };
+  if (!parsed.ok) throw reject(parsed.reason, parsed.message);
+  if (request.batch) {
+    throw reject(
+      'IDEMPOTENCY_BATCH_REFUSED',
+      `${path} is idempotent: send it alone, not in a batch (?batch=1)`,
+    );
+  }
+  // Before the claim: PostgreSQL refuses NUL in text, and the claim may store the input.
+  const nulAt = resume ? null : findNul(input);
+  if (nulAt)
+    throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
+
+  const storedInput =
+    options.mode === 'external'
+      ? (runtime.inputCipher?.encrypt ?? identity)(runtime.serializer.serialize(input))
+      : null;
+  return {
+    runtime,
+    options,
+    request,
+    input,
+    ctx,
+    resume: request.resume ?? null,
+    claim: {
+      input: storedInput,
+      scope,
+      procedure: path,
+      keyHash,
+      fingerprint: fingerprint(input),
+      fingerprintVersion: FINGERPRINT_VERSION,
+      leaseMs: options.leaseMs,
+      owner: runtime.owner,
+      maxTakeovers: runtime.maxTakeovers,
+    },
+    execution: {
+      keyHash,
+      scope,
+      procedure: path,
+      requestId: request.requestId,
+      clientAttempt: request.attempt,
+      remainingMs: () =>
+        request.timeoutMs === null
+          ? null
+          : Math.max(0, request.timeoutMs - (Date.now() - request.receivedAt)),
+    },
+    event,
+    next: opts.next as IdemJob['next'],
+    reject,
+  };
+}

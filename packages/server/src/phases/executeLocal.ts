@@ -1,5 +1,5 @@
 import type { TRPCError } from '@trpc/server';
-import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import type { IdempotencyRecord } from '@idem/contract';
 import { answerExisting, inProgress } from '../replay/answerExisting.js';
 import { classifyFailure } from './classifyFailure.js';
@@ -80,7 +80,7 @@ export async function executeLocal(job: IdemJob): Promise<NextResult> {
  */
 async function recordFailure(job: IdemJob, error: TRPCError, started: number): Promise<NextResult> {
   const failure = classifyFailure(error, job.options.failures);
-  const failed: NextResult = { ok: false, error, marker: middlewareMarker };
+  const failed: NextResult = { ok: false, error, marker: trpcMiddlewareMarker };
   if (failure.kind === 'transient') {
     emitExecuted(job, null, 'released', false, started);
     return failed;

@@ -1,4 +1,4 @@
-import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import type { RecordState } from '@idem/contract';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 
@@ -17,5 +17,5 @@ export function acceptedResponse(
 ): NextResult {
   job.request.response.status = 202;
   const data: AcceptedOperation = { operationId, state };
-  return { ok: true, data, marker: middlewareMarker };
+  return { ok: true, data, marker: trpcMiddlewareMarker };
 }

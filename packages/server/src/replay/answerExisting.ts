@@ -1,5 +1,5 @@
 import { TRPCError } from '@trpc/server';
-import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
 import { acceptedResponse } from './acceptedResponse.js';
 import { fingerprint } from '../request/fingerprint.js';
@@ -67,13 +67,13 @@ async function replay(job: IdemJob, record: IdempotencyRecord): Promise<NextResu
     result = {
       ok: false,
       error: new TRPCError({ code: failure.code, message: failure.message }),
-      marker: middlewareMarker,
+      marker: trpcMiddlewareMarker,
     };
   } else {
     result = {
       ok: true,
       data: await readStoredOutput(job, body, unavailable),
-      marker: middlewareMarker,
+      marker: trpcMiddlewareMarker,
     };
   }
   job.request.response.headers.set(IDEMPOTENT_REPLAYED_HEADER, 'true');

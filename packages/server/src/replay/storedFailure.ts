@@ -1,5 +1,5 @@
 import { TRPCError } from '@trpc/server';
-import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/unstable-core-do-not-import';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { z } from 'zod';
 
 const trpcCodes = Object.keys(TRPC_ERROR_CODES_BY_KEY) as [

@@ -53,7 +53,7 @@ export type { Reaper, ReaperOptions, ReaperReport } from './workers/createReaper
 export type { PeriodicWorker } from './workers/runPeriodically.js';
 export { SERVER_METRICS } from './telemetry/idemTelemetry.js';
 export { canonicalJson, findNul, fingerprint, hashIdempotencyKey } from './request/fingerprint.js';
-export { classifyFailure } from './phases/classifyFailure.js';
+export { classifyHandlerFailure } from './phases/classifyHandlerFailure.js';
 export { formatIdemError } from './errors/formatIdemError.js';
 export type { IdemErrorShape } from './errors/formatIdemError.js';
 export { IdemRequestError, isIdemRequestError } from './errors/IdemRequestError.js';

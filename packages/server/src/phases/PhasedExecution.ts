@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import type { Fence, ReconciliationReason, RecoveryStore } from '@idem/contract';
-import { classifyFailure } from './classifyFailure.js';
+import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import type { IdemJob } from '../request/IdemJob.js';
 import { parseSteps, type StepRecord, type Steps } from './steps.js';
 import { raceSignal, timeLimitError, withTimeLimit } from './callTimeLimit.js';
@@ -204,7 +204,7 @@ export class PhasedExecution<TTx> implements PhaseTools<TTx> {
       // A definite refusal (a 4xx TRPCError: card declined) means nothing happened remotely.
       if (
         error instanceof TRPCError &&
-        classifyFailure(error, 'deterministic').kind === 'deterministic'
+        classifyHandlerFailure(error, 'deterministic').kind === 'deterministic'
       ) {
         throw error;
       }

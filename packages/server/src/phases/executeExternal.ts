@@ -2,7 +2,7 @@ import { TRPCError } from '@trpc/server';
 import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
 import { acceptedResponse } from '../replay/acceptedResponse.js';
 import { answerExisting, inProgress } from '../replay/answerExisting.js';
-import { classifyFailure } from './classifyFailure.js';
+import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
@@ -121,7 +121,7 @@ async function runClaimed(
         );
       }
     } else {
-      const failure = classifyFailure(result.error, job.options.failures);
+      const failure = classifyHandlerFailure(result.error, job.options.failures);
       if (failure.kind === 'deterministic') {
         outcome = 'failed';
         const body = serializeFailure(result.error);

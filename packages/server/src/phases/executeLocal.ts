@@ -2,7 +2,7 @@ import type { TRPCError } from '@trpc/server';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import type { IdempotencyRecord } from '@idem/contract';
 import { answerExisting, inProgress } from '../replay/answerExisting.js';
-import { classifyFailure } from './classifyFailure.js';
+import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
@@ -79,7 +79,7 @@ export async function executeLocal(job: IdemJob): Promise<NextResult> {
  * in a short transaction of its own; a transient one leaves nothing, so a retry runs again.
  */
 async function recordFailure(job: IdemJob, error: TRPCError, started: number): Promise<NextResult> {
-  const failure = classifyFailure(error, job.options.failures);
+  const failure = classifyHandlerFailure(error, job.options.failures);
   const failed: NextResult = { ok: false, error, marker: trpcMiddlewareMarker };
   if (failure.kind === 'transient') {
     emitExecuted(job, null, 'released', false, started);

@@ -13,7 +13,7 @@ const TRANSIENT_CLIENT_STATUSES = new Set([408, 409, 425, 429, 499]);
  * Everything else, 5xx and unknown errors included, is transient: a 503 is never replayed for a
  * whole replay window.
  */
-export function classifyFailure(
+export function classifyHandlerFailure(
   error: TRPCError,
   policy: FailurePolicy,
 ): { kind: 'deterministic' | 'transient'; status: number } {

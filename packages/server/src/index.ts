@@ -57,6 +57,12 @@ export { classifyHandlerFailure } from './phases/classifyHandlerFailure.js';
 export { formatIdemError } from './errors/formatIdemError.js';
 export type { IdemErrorShape } from './errors/formatIdemError.js';
 export { IdemRequestError, isIdemRequestError } from './errors/IdemRequestError.js';
+export {
+  isLostOwnershipError,
+  isOutcomeUnknownError,
+  LostOwnershipError,
+  OutcomeUnknownError,
+} from './errors/idemErrors.js';
 export { retryUnsafe } from './trpc/retryUnsafe.js';
 export { assertRouterDecided, auditRouter, describeAuditFindings } from './trpc/auditRouter.js';
 export type { AuditedMutation, MisplacedIdempotency, RouterAudit } from './trpc/auditRouter.js';

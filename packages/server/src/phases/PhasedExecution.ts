@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import type { Fence, ReconciliationReason, RecoveryStore } from '@idem/contract';
+import { LostOwnershipError, OutcomeUnknownError } from '../errors/idemErrors.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import type { IdemJob } from '../request/IdemJob.js';
 import { parseSteps, type StepRecord, type Steps } from './steps.js';
@@ -69,31 +70,6 @@ export interface PhaseTools<TTx> {
   heartbeat(): Promise<void>;
   /** The last committed step when this attempt started, or null. */
   readonly recoveryPoint: string | null;
-}
-
-/** Raised inside the handler when this worker no longer owns the record (taken over, cancelled). */
-export class LostOwnershipError extends Error {
-  readonly isLostOwnershipError = true;
-  constructor(step: string) {
-    super(`idem: lost ownership of the record before step "${step}" committed; result discarded`);
-  }
-}
-
-/** Raised when an external call's outcome is unknown and cannot be settled automatically now. */
-export class OutcomeUnknownError extends Error {
-  readonly isOutcomeUnknownError = true;
-  constructor(
-    readonly step: string,
-    readonly settleBy: 'lookup' | 'operator',
-    options?: { cause?: unknown },
-  ) {
-    super(
-      settleBy === 'lookup'
-        ? `the outcome of "${step}" is unknown; it will be looked up before anything runs again`
-        : `the outcome of "${step}" is unknown and cannot be looked up; an operator must reconcile it`,
-      options,
-    );
-  }
 }
 
 /** The state of one external-mode attempt (per request). */

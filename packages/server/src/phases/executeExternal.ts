@@ -1,13 +1,13 @@
+import { inProgress, reject, storeUnavailable } from '../errors/idemErrors.js';
 import { TRPCError } from '@trpc/server';
 import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
 import { acceptedResponse } from '../replay/acceptedResponse.js';
-import { answerExisting, inProgress } from '../replay/answerExisting.js';
+import { answerExisting } from '../replay/answerExisting.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { PhasedExecution } from './PhasedExecution.js';
-import { storeUnavailable } from '../errors/storeUnavailable.js';
 import { serializeFailure } from '../replay/storedFailure.js';
 import { storeResult } from './storeResult.js';
 
@@ -59,7 +59,8 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     if (await store.markUnsettled(fence, 'NEEDS_RECONCILIATION', 'erased_after_call')) {
       job.runtime.telemetry.reconciliation('erased_after_call', job.claim.procedure);
     }
-    throw job.reject(
+    throw reject(
+      job,
       'IDEMPOTENCY_OUTCOME_UNKNOWN',
       'this operation was erased after an external call began; an operator must reconcile it',
       { operationId: record.operationId },
@@ -143,7 +144,8 @@ async function runClaimed(
   emitExecuted(job, record.operationId, outcome, takeover, started);
   const unsettled = result.ok ? null : phased.unsettled;
   if (unsettled === 'NEEDS_RECONCILIATION') {
-    throw job.reject(
+    throw reject(
+      job,
       'IDEMPOTENCY_OUTCOME_UNKNOWN',
       'an external call timed out and cannot be looked up; an operator must reconcile it before anything runs again',
       { operationId: record.operationId },

@@ -1,12 +1,12 @@
+import { inProgress, storeUnavailable } from '../errors/idemErrors.js';
 import type { TRPCError } from '@trpc/server';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import type { IdempotencyRecord } from '@idem/contract';
-import { answerExisting, inProgress } from '../replay/answerExisting.js';
+import { answerExisting } from '../replay/answerExisting.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
-import { storeUnavailable } from '../errors/storeUnavailable.js';
 import { serializeFailure } from '../replay/storedFailure.js';
 import { storeResult } from './storeResult.js';
 

@@ -1,6 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
+import { inProgress, reject } from '../errors/idemErrors.js';
 import { acceptedResponse } from './acceptedResponse.js';
 import { fingerprint } from '../request/fingerprint.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
@@ -14,7 +15,8 @@ import { storedFailureSchema } from './storedFailure.js';
 export async function answerExisting(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
   const operationId = record.operationId;
   if (record.fingerprint !== fingerprint(job.input, record.fingerprintVersion)) {
-    throw job.reject(
+    throw reject(
+      job,
       'IDEMPOTENCY_KEY_REUSED',
       'this Idempotency-Key was already used with a different input; use a new key for a new request',
       { operationId },
@@ -30,7 +32,8 @@ export async function answerExisting(job: IdemJob, record: IdempotencyRecord): P
       return replay(job, record);
     case 'OUTCOME_UNKNOWN':
     case 'NEEDS_RECONCILIATION':
-      throw job.reject(
+      throw reject(
+        job,
         'IDEMPOTENCY_OUTCOME_UNKNOWN',
         'the outcome of this operation is unknown and awaits reconciliation; do not retry',
         { operationId },
@@ -42,21 +45,11 @@ export async function answerExisting(job: IdemJob, record: IdempotencyRecord): P
   }
 }
 
-/** 409: another request holds the key. */
-export function inProgress(job: IdemJob, operationId?: string): TRPCError {
-  const retryAfterMs = job.runtime.inProgressRetryAfterMs;
-  return job.reject(
-    'IDEMPOTENCY_REQUEST_IN_PROGRESS',
-    'a request with this Idempotency-Key is still in progress; retry after the delay',
-    operationId === undefined ? { retryAfterMs } : { retryAfterMs, operationId },
-  );
-}
-
 async function replay(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
   const { operationId } = record;
   const body = record.responseBody;
   const unavailable = (why: string) =>
-    job.reject('IDEMPOTENCY_REPLAY_UNAVAILABLE', `the stored result cannot be replayed: ${why}`, {
+    reject(job, 'IDEMPOTENCY_REPLAY_UNAVAILABLE', `the stored result cannot be replayed: ${why}`, {
       operationId,
     });
   if (body === null) throw unavailable('it was erased');
@@ -108,7 +101,8 @@ async function readStoredOutput(
     // Rebuilt as the CURRENT caller: authorization runs again, the representation is current.
     const rebuilt = await strategy.rebuild(reference, job.ctx);
     if (rebuilt === null || rebuilt === undefined) {
-      throw job.reject(
+      throw reject(
+        job,
         'IDEMPOTENCY_RESOURCE_GONE',
         'this request completed, but the resource it created has been deleted since',
       );

@@ -4,7 +4,6 @@ import type {
   ExecutionMode,
   FailurePolicy,
   IdempotencyStore,
-  IdemReason,
   RecoveryRecord,
 } from '@idem/contract';
 import type { IdemRequest } from './idemContext.js';
@@ -62,10 +61,4 @@ export interface IdemJob {
   event: Omit<IdemEventBase, 'operationId'>;
   /** Runs the rest of the procedure with `ctx.idem` set. */
   next(idem: object): Promise<NextResult>;
-  /** Records a refusal and returns the error to throw. */
-  reject(
-    reason: IdemReason,
-    message: string,
-    extra?: { retryAfterMs?: number; operationId?: string },
-  ): TRPCError;
 }

@@ -1,7 +1,6 @@
-import { TRPCError } from '@trpc/server';
-import { FINGERPRINT_VERSION, RETRY_AFTER_HEADER, parseIdempotencyKey } from '@idem/contract';
-import { idemTRPCError } from '../errors/IdemRequestError.js';
-import { isDatabaseUnreachable, storeUnavailable } from '../errors/storeUnavailable.js';
+import { FINGERPRINT_VERSION, parseIdempotencyKey } from '@idem/contract';
+import { idemMisuse, reject, storeUnavailable } from '../errors/idemErrors.js';
+import { isDatabaseUnreachable } from '../errors/isDatabaseUnreachable.js';
 import { executeExternal } from '../phases/executeExternal.js';
 import { executeLocal } from '../phases/executeLocal.js';
 import type { IdemMiddlewareCall } from '../trpc/idemProcedureBuilder.js';
@@ -50,33 +49,20 @@ async function prepareJob<TContext extends IdemContext>(
 ): Promise<IdemJob> {
   const { ctx, path, type, input } = opts;
   if (type !== 'mutation') {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message: `idem: ${path} is a ${type}; only mutations take idempotency keys`,
-    });
+    throw idemMisuse.notAMutation(path, type);
   }
   const request = ctx.idemRequest;
   if (!request) {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message:
-        'idem: ctx.idemRequest is missing: spread idemContext(opts) into your createContext result',
-    });
+    throw idemMisuse.missingIdemRequest();
   }
   const base = await scopeOf(ctx);
   if (typeof base !== 'string' || base.length === 0) {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message: `idem: scope() returned no scope for ${path}; idempotency keys are never global`,
-    });
+    throw idemMisuse.noScope(path);
   }
   const scope = composeScope(base, options.scopeSuffix);
   const resume = request.resume ?? null;
   if (resume && (resume.scope !== scope || resume.procedure !== path)) {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message: `idem: the completer's context gives scope for ${path} that does not match record ${resume.id}`,
-    });
+    throw idemMisuse.resumeScopeMismatch(path, resume.id);
   }
   // The completer resumes a record by id; it has no key, only the key's hash.
   const parsed = resume
@@ -89,19 +75,11 @@ async function prepareJob<TContext extends IdemContext>(
     : '';
   const event = { procedure: path, scope, keyHash, requestId: request.requestId };
 
-  const reject: IdemJob['reject'] = (reason, message, extra = {}) => {
-    runtime.emit({ ...event, type: 'rejected', reason, operationId: extra.operationId ?? null });
-    if (extra.retryAfterMs !== undefined) {
-      request.response.headers.set(
-        RETRY_AFTER_HEADER,
-        String(Math.max(1, Math.ceil(extra.retryAfterMs / 1000))),
-      );
-    }
-    return idemTRPCError(reason, message, extra);
-  };
-  if (!parsed.ok) throw reject(parsed.reason, parsed.message);
+  const refusing = { runtime, event, request };
+  if (!parsed.ok) throw reject(refusing, parsed.reason, parsed.message);
   if (request.batch) {
     throw reject(
+      refusing,
       'IDEMPOTENCY_BATCH_REFUSED',
       `${path} is idempotent: send it alone, not in a batch (?batch=1)`,
     );
@@ -109,7 +87,11 @@ async function prepareJob<TContext extends IdemContext>(
   // Before the claim: PostgreSQL refuses NUL in text, and the claim may store the input.
   const nulAt = resume ? null : findNul(input);
   if (nulAt)
-    throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
+    throw reject(
+      refusing,
+      'IDEMPOTENCY_INPUT_UNSTORABLE',
+      `the input holds U+0000 (NUL) at ${nulAt}`,
+    );
 
   const storedInput =
     options.mode === 'external'
@@ -146,6 +128,5 @@ async function prepareJob<TContext extends IdemContext>(
     },
     event,
     next: opts.next as IdemJob['next'],
-    reject,
   };
 }

@@ -1,4 +1,5 @@
-import { initTRPC, TRPCError } from '@trpc/server';
+import { initTRPC } from '@trpc/server';
+import { idemMisuse } from '../errors/idemErrors.js';
 import type { TRPCDefaultErrorShape, TRPCProcedureBuilder, TRPCUnsetMarker } from '@trpc/server';
 import type { IdemMeta, IdempotencyOptions } from '@idem/contract';
 import { formatIdemError, type IdemErrorShape } from '../errors/formatIdemError.js';
@@ -66,7 +67,7 @@ export function buildProcedure<TContext extends IdemContext, TIdem extends IdemE
             opts.next as (o: { ctx: object; getRawInput: TRPCGetRawInputFn }) => Promise<NextResult>
           )({
             ctx: { idem },
-            getRawInput: () => Promise.reject(inputAfterIdem(opts.path)),
+            getRawInput: () => Promise.reject(idemMisuse.inputAfterIdem(opts.path)),
           }),
       });
       return result as TRPCMiddlewareResult<{ idem: TIdem }>;
@@ -75,18 +76,4 @@ export function buildProcedure<TContext extends IdemContext, TIdem extends IdemE
   return builder as unknown as IdemProcedureBuilder<TContext, TIdem>;
   // The cast names the builder: tRPC spells the same context through its own unwrapping, and the
   // input slot is `unknown` on purpose (see IdemProcedureBuilder).
-}
-
-/**
- * What a step after idem gets when it reads the raw input. tRPC's input parsers read it: one
- * that runs after idem (`.concat(idem.procedure()).input(More)`, which tRPC merges into an object
- * input) would give the handler input the fingerprint never saw, so a reused key with a different
- * input would replay the first result. The request fails instead, before the handler runs, and
- * the key is released (a 500 is never stored).
- */
-function inputAfterIdem(path: string): TRPCError {
-  return new TRPCError({
-    code: 'INTERNAL_SERVER_ERROR',
-    message: `idem: ${path} reads its input after idem.procedure(): put every .input() before .concat(idem.procedure())`,
-  });
 }

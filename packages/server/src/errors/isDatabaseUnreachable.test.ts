@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnreachable } from './storeUnavailable.js';
+import { isDatabaseUnreachable } from './isDatabaseUnreachable.js';
 
 /** An error with a code, wrapped the way Drizzle and tRPC wrap a driver's error. */
 function wrapped(code: string): Error {

@@ -56,7 +56,7 @@ describe.skipIf(!available)('two completers in two processes over 50 abandoned r
     // 50 payments whose workers stall before the charge (the reserve phase committed) and stay
     // stalled: abandoned records once their 10 s lease has run out.
     const gate = new Gate();
-    const app = createPaymentsApp(env.db, env.store as never, {
+    const app = createPaymentsApp(env.db, env.store, {
       leaseMs: 10_000,
       beforeCharge: () => gate.opened,
     });

@@ -58,7 +58,7 @@ describe('idem headers without responseMeta', () => {
       await using env = await pgliteEnv();
       const gate = new Gate();
       onTestFinished(() => gate.open());
-      const app = createTestApp(env.store as never, { gate });
+      const app = createTestApp(env.store, { gate });
       const url = await serveWith(app.router, { responseMeta });
       const acct = account();
 
@@ -92,7 +92,7 @@ describe('idem headers without responseMeta', () => {
 
   it('standalone adapter without responseMeta: accepted work still answers 202', async () => {
     await using env = await pgliteEnv();
-    const app = createPaymentsApp(env.db, env.store as never);
+    const app = createPaymentsApp(env.db, env.store);
     const url = await serveWith(app.router, { responseMeta: false });
     const acct = account();
     const first = await post(url, 'payLater', { amount: 900 }, { key: 'later', account: acct });
@@ -110,7 +110,7 @@ describe('idem headers without responseMeta', () => {
 
   it('fetch adapter: the header once, with or without responseMeta', async () => {
     await using env = await pgliteEnv();
-    const app = createTestApp(env.store as never);
+    const app = createTestApp(env.store);
     const handle = (key: string, responseMeta: boolean) =>
       fetchRequestHandler({
         endpoint: '/trpc',
@@ -139,7 +139,7 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('an .input() merged in after idem: every call fails before the handler, naming the fix', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const idem = createIdempotency({ store: env.store, scope: () => 'acct_x' });
     let calls = 0;
     const router = t.router({
       merged: t.procedure
@@ -162,7 +162,7 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('the completer refuses, at start-up, a router where idem is misplaced', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const idem = createIdempotency({ store: env.store, scope: () => 'acct_x' });
     const misplaced = t.router({
       read: t.procedure.concat(idem.procedure()).query(() => 1),
       ok: t.procedure
@@ -180,7 +180,7 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('idem on a query: every call fails, naming the fix (auditRouter reports it before)', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({ store: env.store as never, scope: () => 'acct_x' });
+    const idem = createIdempotency({ store: env.store, scope: () => 'acct_x' });
     const router = t.router({ read: t.procedure.concat(idem.procedure()).query(() => 1) });
     const url = await serveWith(router, { responseMeta: true });
     const answer = await fetch(`${url}/read`, { headers: { 'Idempotency-Key': 'k' } });

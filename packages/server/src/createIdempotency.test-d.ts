@@ -6,6 +6,7 @@ import type {
   IdemErrorShapeMarker,
   IdemMeta,
   IdempotencyStore,
+  RecoveryStore,
 } from '@idem/contract';
 import { expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
@@ -19,7 +20,7 @@ interface FakeTx {
 type Ctx = IdemContext & { account: string };
 const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
 const idem = createIdempotency({
-  store: {} as IdempotencyStore<FakeTx>,
+  store: {} as RecoveryStore<FakeTx>,
   scope: (ctx: Ctx) => ctx.account,
 });
 
@@ -56,7 +57,7 @@ test('an idempotent procedure carries data.idem in its error shape; others do no
 
 test('idem refuses a context without idemContext()', () => {
   createIdempotency({
-    store: {} as IdempotencyStore<FakeTx>,
+    store: {} as RecoveryStore<FakeTx>,
     // @ts-expect-error the context must include IdemContext (spread idemContext(opts) into it)
     scope: (ctx: { account: string }) => ctx.account,
   });
@@ -124,5 +125,13 @@ test('the server refuses a createContext without idemContext(); both adapters ta
     req: new Request('http://localhost/trpc'),
     router,
     createContext: (opts) => ({ ...idemContext(opts), account: 'acct_1' }),
+  });
+});
+
+test('idem needs the whole store contract: a store without recovery does not compile', () => {
+  createIdempotency({
+    // @ts-expect-error external mode, the completer and the operation tools need a RecoveryStore
+    store: {} as IdempotencyStore<FakeTx>,
+    scope: (ctx: Ctx) => ctx.account,
   });
 });

@@ -2,7 +2,7 @@ import type { Meter } from '@opentelemetry/api';
 import {
   idempotencyOptionsSchema,
   type IdempotencyOptions,
-  type IdempotencyStore,
+  type RecoveryStore,
 } from '@idem/contract';
 import type { IdemContext } from './request/idemContext.js';
 import type {
@@ -34,8 +34,12 @@ export type { IdemProcedureBuilder } from './trpc/idemProcedureBuilder.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
 export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
-  /** The key store, e.g. `createPostgresJsStore(db)` from `@idem/store-drizzle/postgres-js`. */
-  store: IdempotencyStore<TTx>;
+  /**
+   * The key store, e.g. `createPostgresJsStore(db)` from `@idem/store-drizzle/postgres-js`: the
+   * contract's {@link RecoveryStore} (claims and outcomes, and the recovery the external mode,
+   * the completer and the operation tools need), checked by type, never probed at run time.
+   */
+  store: RecoveryStore<TTx>;
   /**
    * Required. The caller's scope, from the authenticated context: e.g. `${accountId}:live`. Keys
    * are unique per (scope, procedure, key); there is no global default, and an empty scope is

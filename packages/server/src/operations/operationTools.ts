@@ -42,7 +42,7 @@ export function createOperationTools<TContext>(
   runtime: IdemRuntime,
   scopesOf: (ctx: TContext) => Promise<string[]>,
 ): OperationTools<TContext> {
-  const store = () => runtime.store as RecoveryStore<unknown>;
+  const store = () => runtime.store;
 
   async function find(ctx: TContext, operationId: string): Promise<RecoveryRecord | null> {
     if (!/^[0-9a-f-]{36}$/i.test(operationId)) return null;

@@ -26,7 +26,7 @@ import { storeResult } from './storeResult.js';
  * A duplicate arriving during step 2 sees IN_PROGRESS and gets 409 with Retry-After.
  */
 export async function executeExternal(job: IdemJob): Promise<NextResult> {
-  const store = job.runtime.store as RecoveryStore<unknown>;
+  const store = job.runtime.store;
   const started = Date.now();
   let record: RecoveryRecord;
   let takeover: boolean;
@@ -82,7 +82,7 @@ async function runClaimed(
   takeover: boolean,
   started: number,
 ): Promise<NextResult> {
-  const store = job.runtime.store as RecoveryStore<unknown>;
+  const store = job.runtime.store;
   const fence = { id: record.id, version: record.version };
   const phased = new PhasedExecution(job, store, fence, record.operationId, record);
   const result = await job.next({

@@ -1,4 +1,4 @@
-import type { IdempotencyStore } from '@idem/contract';
+import type { RecoveryStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { aesGcmCipher } from '../replay/aesGcmCipher.js';
 import { createIdempotency } from '../createIdempotency.js';
@@ -34,9 +34,7 @@ describe('stepResultCodec', () => {
   });
 
   it('refuses an external-mode procedure whose steps must be sealed when there is no inputCipher', () => {
-    const store = {
-      saveSteps: () => Promise.resolve(true),
-    } as unknown as IdempotencyStore<unknown>;
+    const store = {} as RecoveryStore<unknown>;
     const idem = createIdempotency({ store, scope: (ctx: IdemContext & { a: string }) => ctx.a });
     expect(() => idem.procedure({ mode: 'external', replay: { kind: 'none' } })).toThrow(
       /inputCipher/,

@@ -3,8 +3,8 @@ import type {
   ClaimInput,
   ExecutionMode,
   FailurePolicy,
-  IdempotencyStore,
   RecoveryRecord,
+  RecoveryStore,
 } from '@idem/contract';
 import type { IdemRequest } from './idemContext.js';
 import type { IdemExecution } from './IdemExecution.js';
@@ -29,7 +29,7 @@ export interface ResolvedProcedureOptions {
 
 /** Settings of one `createIdempotency` (configured once per app). */
 export interface IdemRuntime {
-  store: IdempotencyStore<unknown>;
+  store: RecoveryStore<unknown>;
   serializer: ResultSerializer;
   owner: string;
   inProgressRetryAfterMs: number;

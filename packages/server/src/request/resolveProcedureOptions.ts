@@ -45,14 +45,6 @@ export function resolveProcedureOptions(
   }
   if (
     resolved.mode === 'external' &&
-    typeof (runtime.store as { saveSteps?: unknown }).saveSteps !== 'function'
-  ) {
-    throw new TypeError(
-      'idem: external mode needs a store with recovery support (saveSteps, markUnsettled, ...)',
-    );
-  }
-  if (
-    resolved.mode === 'external' &&
     stepsNeedInputCipher(replay.kind) &&
     runtime.inputCipher === null
   ) {

@@ -1,6 +1,6 @@
 import { initTRPC, lazy } from '@trpc/server';
 import { z } from 'zod';
-import type { IdemMeta, IdempotencyStore } from '@idem/contract';
+import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { assertRouterDecided, auditRouter } from './auditRouter.js';
 import { createIdempotency } from '../createIdempotency.js';
@@ -9,9 +9,8 @@ import { retryUnsafe } from './retryUnsafe.js';
 
 type Ctx = IdemContext & { account: string };
 const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
-// The audit reads procedure meta only; it never calls the store (external mode only checks that
-// the store has recovery support).
-const store = { saveSteps: () => Promise.resolve(true) } as unknown as IdempotencyStore<unknown>;
+// The audit reads procedure meta only; it never calls the store.
+const store = {} as RecoveryStore<unknown>;
 const idem = createIdempotency({ store, scope: (ctx: Ctx) => ctx.account });
 
 const router = t.router({
@@ -92,20 +91,9 @@ describe('auditRouter', () => {
     await expect(assertRouterDecided(app)).rejects.toThrow(/read: idem\.procedure\(\) on a query/);
   });
 
-  it('refuses external mode on a store without recovery support', () => {
-    const plain = createIdempotency({
-      store: {} as IdempotencyStore<unknown>,
-      scope: (ctx: Ctx) => ctx.account,
-    });
-    expect(() => plain.procedure({ mode: 'external' })).toThrow(/recovery support/);
-    expect(() => plain.procedure()).not.toThrow();
-  });
-
   it('refuses retryUnsafe without a reason and createIdempotency without a scope', () => {
     expect(() => retryUnsafe(' ')).toThrow(TypeError);
-    expect(() =>
-      createIdempotency({ store: {} as IdempotencyStore<unknown>, scope: undefined as never }),
-    ).toThrow(/scope/);
+    expect(() => createIdempotency({ store, scope: undefined as never })).toThrow(/scope/);
   });
 
   it('refuses a retention shorter than the replay window', () => {

@@ -4,7 +4,7 @@
  * tRPC release changes either, these calls through `createCaller` fail here first.
  */
 import { initTRPC, TRPCError } from '@trpc/server';
-import type { IdemMeta, IdempotencyStore } from '@idem/contract';
+import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { pgliteEnv, type TestEnv } from '../../test/fixtures/databases.js';
@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 function build() {
-  const store: IdempotencyStore<unknown> = env.store;
+  const store: RecoveryStore<unknown> = env.store;
   const idem = createIdempotency({ store, scope: (ctx: Ctx) => ctx.account });
   let runs = 0;
   const router = t.router({

@@ -71,7 +71,7 @@ export function createCompleter<TContext extends IdemContext>(
   runtime: IdemRuntime,
   options: CompleterOptions<TContext>,
 ): Completer {
-  const store = runtime.store as RecoveryStore<unknown>;
+  const store = runtime.store;
   const procedures = options.procedures ?? externalProcedures(options.router);
   const batchSize = options.batchSize ?? 10;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;

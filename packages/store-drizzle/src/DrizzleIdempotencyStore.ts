@@ -1,5 +1,4 @@
 import {
-  DEFAULT_RETENTION_MS,
   RECONCILIATION_REASONS,
   type AuditEntry,
   type ReconciliationReason,
@@ -12,32 +11,24 @@ import {
   type StoredResponse,
   type StuckReport,
 } from '@idem/contract';
-import {
-  and,
-  eq,
-  sql,
-  type ExtractTablesWithRelations,
-  type SQL,
-  type TablesRelationalConfig,
-} from 'drizzle-orm';
+import type { ExtractTablesWithRelations, SQL, TablesRelationalConfig } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import {
   assertLimit,
   assertMaxTakeovers,
   assertMilliseconds,
   assertWindows,
-  recordId,
 } from './assertMilliseconds.js';
 import { claimKey } from './claimKey.js';
+import * as completion from './completionStatements.js';
 import { selectLive } from './claimStatements.js';
-import { databaseClock, milliseconds } from './databaseClock.js';
+import { databaseClock } from './databaseClock.js';
 import { executeRows, type StatementRunner } from './executeRows.js';
 import { hasSqlState } from './hasSqlState.js';
 import * as operator from './operatorStatements.js';
 import * as reaper from './reaperStatements.js';
 import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
 import * as recovery from './recoveryStatements.js';
-import { idemRecords } from './schema.js';
 
 /** Options of {@link DrizzleIdempotencyStore}. */
 export interface DrizzleIdempotencyStoreOptions {
@@ -155,74 +146,35 @@ export class DrizzleIdempotencyStore<
     return row === undefined ? null : toRecoveryRecord(row);
   }
 
+  /** Stores the outcome for replay, fenced (see `completionStatements.ts` for the race). */
   async complete(
     fence: Fence,
     response: StoredResponse,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    return this.#finish('COMPLETED', fence, response, tx);
+    assertWindows(response);
+    return this.#written(completion.finish('COMPLETED', fence, response, this.#clock), tx);
   }
 
+  /** Stores a deterministic failure for replay, fenced like `complete`. */
   async fail(
     fence: Fence,
     response: StoredResponse,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    return this.#finish('TERMINAL_FAILURE', fence, response, tx);
+    assertWindows(response);
+    return this.#written(completion.finish('TERMINAL_FAILURE', fence, response, this.#clock), tx);
   }
 
   /**
-   * Releases the key for the next claim. The record may be deleted `DEFAULT_RETENTION_MS` after
-   * the release if no one claims it again.
+   * Releases the key for the next claim, fenced like `complete`. The record may be deleted
+   * `DEFAULT_RETENTION_MS` after the release if no one claims it again.
    */
   async release(
     fence: Fence,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    const clock = this.#clock;
-    const rows = await this.#runner(tx)
-      .update(idemRecords)
-      .set({
-        state: 'RETRYABLE_FAILURE',
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        purgeAfter: sql`${clock} + ${milliseconds(DEFAULT_RETENTION_MS)}`,
-        updatedAt: clock,
-      })
-      .where(stillOwned(fence))
-      .returning({ id: idemRecords.id });
-    return rows.length > 0;
-  }
-
-  /**
-   * Stores an outcome for replay, fenced: only the owner of `fence.version`, while the record is
-   * still IN_PROGRESS, writes. A worker whose lease was taken over matches no row (the takeover
-   * bumped the version) and gets `false`.
-   */
-  async #finish(
-    state: 'COMPLETED' | 'TERMINAL_FAILURE',
-    fence: Fence,
-    response: StoredResponse,
-    tx: PgTransaction<TQueryResult, TFullSchema, TSchema> | undefined,
-  ): Promise<boolean> {
-    assertWindows(response);
-    const clock = this.#clock;
-    const rows = await this.#runner(tx)
-      .update(idemRecords)
-      .set({
-        state,
-        responseStatus: response.status,
-        responseBody: response.body,
-        completedAt: clock,
-        replayExpiresAt: sql`${clock} + ${milliseconds(response.replayWindowMs)}`,
-        purgeAfter: sql`${clock} + ${milliseconds(response.retentionMs)}`,
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        updatedAt: clock,
-      })
-      .where(stillOwned(fence))
-      .returning({ id: idemRecords.id });
-    return rows.length > 0;
+    return this.#written(completion.release(fence, this.#clock), tx);
   }
 
   async saveSteps(
@@ -377,17 +329,4 @@ export class DrizzleIdempotencyStore<
       throw error;
     }
   }
-
-  #runner(tx: PgTransaction<TQueryResult, TFullSchema, TSchema> | undefined) {
-    return tx ?? this.#db;
-  }
-}
-
-/** The fence of every owner's write: the same record, the same version, still in progress. */
-function stillOwned(fence: Fence): SQL | undefined {
-  return and(
-    eq(idemRecords.id, BigInt(recordId(fence.id))),
-    eq(idemRecords.version, fence.version),
-    eq(idemRecords.state, 'IN_PROGRESS'),
-  );
 }

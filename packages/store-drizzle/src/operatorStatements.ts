@@ -7,6 +7,7 @@ import {
 } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { assertWindows, recordId } from './assertMilliseconds.js';
+import { storedOutcome } from './completionStatements.js';
 import { milliseconds } from './databaseClock.js';
 import { recordProjection } from './recordProjection.js';
 import { idemAudit, idemRecords } from './schema.js';
@@ -51,15 +52,6 @@ export function selectByOperationId(operationId: string, clock: SQL): SQL {
   return sql`SELECT ${recordProjection('o', clock)}
     FROM ${idemRecords} AS o
     WHERE o.operation_id = ${operationId}::uuid`;
-}
-
-/** The columns a stored outcome sets, as `fail` and `complete` set them. */
-function storedOutcome(response: StoredResponse, clock: SQL): SQL {
-  return sql`response_status = ${response.status}::integer,
-    response_body = ${response.body}::text,
-    completed_at = ${clock},
-    replay_expires_at = ${clock} + ${milliseconds(response.replayWindowMs)},
-    purge_after = ${clock} + ${milliseconds(response.retentionMs)}`;
 }
 
 /**

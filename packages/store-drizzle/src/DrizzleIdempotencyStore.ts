@@ -25,6 +25,9 @@ import { selectLive } from './claimStatements.js';
 import { databaseClock } from './databaseClock.js';
 import { executeRows, type StatementRunner } from './executeRows.js';
 import { hasSqlState } from './hasSqlState.js';
+import * as audit from './auditRows.js';
+import * as erasure from './erasureStatements.js';
+import * as lookup from './operationLookup.js';
 import * as operator from './operatorStatements.js';
 import * as reaper from './reaperStatements.js';
 import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
@@ -78,7 +81,7 @@ const INVALID_SQL_STATEMENT_NAME = '26000';
  * a takeover two; a claim after the replay window closed three. Every other method costs one
  * (`resolve` writes its audit row in the same statement). The races each statement decides are
  * written beside it: `claimStatements.ts`, `recoveryStatements.ts`, `reaperStatements.ts`,
- * `operatorStatements.ts`.
+ * `operatorStatements.ts`, `completionStatements.ts`, `erasureStatements.ts`.
  */
 export class DrizzleIdempotencyStore<
   TQueryResult extends PgQueryResultHKT,
@@ -140,8 +143,8 @@ export class DrizzleIdempotencyStore<
     operationId: string,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<RecoveryRecord | null> {
-    if (!operator.isOperationId(operationId)) return null;
-    const statement = operator.selectByOperationId(operationId, this.#clock);
+    if (!lookup.isOperationId(operationId)) return null;
+    const statement = lookup.selectByOperationId(operationId, this.#clock);
     const [row] = await executeRows<RecordRow>(this.#statements(tx), statement);
     return row === undefined ? null : toRecoveryRecord(row);
   }
@@ -264,15 +267,12 @@ export class DrizzleIdempotencyStore<
   }
 
   async listAudit(recordId: string): Promise<AuditEntry[]> {
-    const rows = await executeRows<operator.AuditRow>(
-      this.#statements(),
-      operator.selectAudit(recordId),
-    );
-    return rows.map(operator.toAuditEntry);
+    const rows = await executeRows<audit.AuditRow>(this.#statements(), audit.selectAudit(recordId));
+    return rows.map(audit.toAuditEntry);
   }
 
   async eraseScope(scope: string): Promise<number> {
-    return this.#count(operator.eraseScope(scope, this.#clock));
+    return this.#count(erasure.eraseScope(scope, this.#clock));
   }
 
   /** Runs a fenced write returning the id it wrote: whether the fence held. */

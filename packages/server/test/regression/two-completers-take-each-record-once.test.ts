@@ -13,14 +13,14 @@ import { fileURLToPath } from 'node:url';
 import { postgresAvailable } from '@idem/testing';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import type { CompleterReport } from '../src/index.js';
-import { postgresEnv } from './fixtures/databases.js';
-import { post, serve } from './fixtures/httpHarness.js';
-import { createPaymentsApp } from './fixtures/paymentsApp.js';
-import { Gate } from './fixtures/testApp.js';
+import type { CompleterReport } from '../../src/index.js';
+import { postgresEnv } from '../fixtures/databases.js';
+import { post, serve } from '../fixtures/httpHarness.js';
+import { createPaymentsApp } from '../fixtures/paymentsApp.js';
+import { Gate } from '../fixtures/testApp.js';
 
 const available = await postgresAvailable();
-const entry = fileURLToPath(new URL('./fixtures/completerProcess.ts', import.meta.url));
+const entry = fileURLToPath(new URL('../fixtures/completerProcess.ts', import.meta.url));
 const RECORDS = 50;
 /** The abandoning workers held 10 s leases; the completers' clock is past them. */
 const AFTER_LEASE = 11_000;

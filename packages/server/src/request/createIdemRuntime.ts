@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_MAX_TAKEOVERS, type RecoveryStore } from '@idem/contract';
+import { DEFAULT_MAX_TAKEOVERS } from '@idem/contract';
 import type { CreateIdempotencyOptions } from '../createIdempotency.js';
 import { jsonSerializer } from '../replay/ResultSerializer.js';
 import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
@@ -17,7 +17,7 @@ export function createIdemRuntime<TContext extends IdemContext, TTx>(
     tracing: options.tracing ?? true,
   });
   return {
-    store: options.store as RecoveryStore<unknown>,
+    store: options.store,
     serializer: options.serializer ?? jsonSerializer,
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     inProgressRetryAfterMs: options.inProgressRetryAfterMs ?? 1000,

@@ -2,7 +2,8 @@
  * A small in-memory key store for unit tests of the server's decision modules: the local-mode
  * part of the contract (claim, read, complete, fail, release in transactions that roll back),
  * decided in milliseconds, with knobs for the answers a database gives under races (`busy`) and
- * outages (`failNext`). The recovery methods are not modelled: they throw. The conformance suites
+ * outages (`failNext`). Of the recovery methods only `saveSteps` and
+ * `extendLease` are modelled (for phases); the others throw. The conformance suites
  * of `@idem/store-drizzle` are where the real store's behaviour is proven.
  */
 import { randomUUID } from 'node:crypto';
@@ -158,8 +159,33 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
   }
 
   findByOperationId = notModelled('findByOperationId');
-  saveSteps = notModelled('saveSteps');
-  extendLease = notModelled('extendLease');
+  /** Every `saveSteps` that held its fence, in order (what a phase committed, and when). */
+  saved: { steps: string; recoveryPoint: string | null; irreversible: boolean }[] = [];
+
+  async saveSteps(
+    fence: Fence,
+    update: { steps: string; recoveryPoint: string | null; irreversible?: boolean },
+  ): Promise<boolean> {
+    const row = this.#owned(fence);
+    if (!row) return false;
+    Object.assign(row, { steps: update.steps, recoveryPoint: update.recoveryPoint });
+    this.saved.push({
+      steps: update.steps,
+      recoveryPoint: update.recoveryPoint,
+      irreversible: update.irreversible ?? false,
+    });
+    return true;
+  }
+
+  async extendLease(fence: Fence): Promise<boolean> {
+    return this.#owned(fence) !== undefined;
+  }
+
+  /** Another worker takes the record over: the version moves on, every older fence breaks. */
+  takeOver(id: string): void {
+    const row = [...this.rows.values()].find((r) => r.id === id);
+    if (row) row.version += 1;
+  }
   markUnsettled = notModelled('markUnsettled');
   takeOverAbandoned = notModelled('takeOverAbandoned');
   cancel = notModelled('cancel');

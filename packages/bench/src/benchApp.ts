@@ -1,5 +1,5 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import type { IdemMeta, IdempotencyStore } from '@idem/contract';
+import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { createIdempotency, type IdemContext } from '@idem/server';
 import { sql } from 'drizzle-orm';
 import { integer, pgTable, serial, text, type PgDatabase } from 'drizzle-orm/pg-core';
@@ -38,7 +38,7 @@ export const OUTAGE_PATH = 'outage.create';
  */
 export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
   db: TDb,
-  store: IdempotencyStore<any>,
+  store: RecoveryStore<any>,
 ) {
   const t = initTRPC.context<BenchContext>().meta<IdemMeta>().create();
   const authed = t.procedure.use(({ ctx, next }) => {

@@ -4,7 +4,7 @@
  * client that lists the router's idempotent procedures refuses to compile instead, saying what
  * to fix on the server.
  */
-import type { IdemMeta, IdempotencyStore } from '@idem/contract';
+import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { createIdempotency, type IdemContext } from '@idem/server';
 import { initTRPC } from '@trpc/server';
 import { expectTypeOf } from 'vitest';
@@ -15,7 +15,7 @@ import type { IdempotentPath, MisplacedIdemPath } from './IdempotentProcedures.j
 const t = initTRPC.context<IdemContext>().meta<IdemMeta>().create();
 const idem = createIdempotency({
   keySecret: 'k'.repeat(32),
-  store: {} as IdempotencyStore<unknown>,
+  store: {} as RecoveryStore<unknown>,
   scope: () => 'acct',
 });
 const router = t.router({

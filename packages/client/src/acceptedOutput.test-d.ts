@@ -2,7 +2,7 @@
  * A `respond: 'accepted'` procedure answers 202 with `{ operationId, state }`, not the handler's
  * result: the client's output type says what the wire carries.
  */
-import type { IdemMeta, IdempotencyStore, RecordState } from '@idem/contract';
+import type { IdemMeta, RecordState, RecoveryStore } from '@idem/contract';
 import {
   createIdempotency,
   operationStatusInput,
@@ -19,7 +19,7 @@ import { waitForOperation } from './waitForOperation.js';
 const t = initTRPC.context<IdemContext>().meta<IdemMeta>().create();
 const idem = createIdempotency({
   keySecret: 'k'.repeat(32),
-  store: {} as IdempotencyStore<unknown>,
+  store: {} as RecoveryStore<unknown>,
   scope: () => 'acct',
 });
 const report = { rows: 12_000, url: 'https://reports.example/r/1' };

@@ -6,12 +6,13 @@ import type {
   IdemErrorShapeMarker,
   IdemMeta,
   IdempotencyStore,
+  RecoveryStore,
 } from '@idem/contract';
 import { expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
 import { createIdempotency } from './createIdempotency.js';
-import { idemContext, type IdemContext } from './idemContext.js';
-import type { ExternalIdemExecution } from './IdemExecution.js';
+import { idemContext, type IdemContext } from './request/idemContext.js';
+import type { ExternalIdemExecution } from './request/IdemExecution.js';
 
 interface FakeTx {
   insert(row: { sku: string }): Promise<void>;
@@ -20,7 +21,7 @@ type Ctx = IdemContext & { account: string };
 const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
 const idem = createIdempotency({
   keySecret: 'k'.repeat(32),
-  store: {} as IdempotencyStore<FakeTx>,
+  store: {} as RecoveryStore<FakeTx>,
   scope: (ctx: Ctx) => ctx.account,
 });
 
@@ -57,13 +58,13 @@ test('an idempotent procedure carries data.idem in its error shape; others do no
 
 test('idem needs a key secret: keys are never stored as plain hashes', () => {
   // @ts-expect-error keySecret is required
-  createIdempotency({ store: {} as IdempotencyStore<FakeTx>, scope: (ctx: Ctx) => ctx.account });
+  createIdempotency({ store: {} as RecoveryStore<FakeTx>, scope: (ctx: Ctx) => ctx.account });
 });
 
 test('idem refuses a context without idemContext()', () => {
   createIdempotency({
     keySecret: 'k'.repeat(32),
-    store: {} as IdempotencyStore<FakeTx>,
+    store: {} as RecoveryStore<FakeTx>,
     // @ts-expect-error the context must include IdemContext (spread idemContext(opts) into it)
     scope: (ctx: { account: string }) => ctx.account,
   });
@@ -131,5 +132,14 @@ test('the server refuses a createContext without idemContext(); both adapters ta
     req: new Request('http://localhost/trpc'),
     router,
     createContext: (opts) => ({ ...idemContext(opts), account: 'acct_1' }),
+  });
+});
+
+test('idem needs the whole store contract: a store without recovery does not compile', () => {
+  createIdempotency({
+    keySecret: 'k'.repeat(32),
+    // @ts-expect-error external mode, the completer and the operation tools need a RecoveryStore
+    store: {} as IdempotencyStore<FakeTx>,
+    scope: (ctx: Ctx) => ctx.account,
   });
 });

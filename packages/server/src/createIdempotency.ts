@@ -1,64 +1,54 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Meter } from '@opentelemetry/api';
-import { initTRPC, TRPCError } from '@trpc/server';
-import type { TRPCDefaultErrorShape } from '@trpc/server';
-import type {
-  GetRawInputFn,
-  MiddlewareResult,
-  ProcedureBuilder,
-  UnsetMarker,
-} from '@trpc/server/unstable-core-do-not-import';
 import {
-  DEFAULT_LEASE_MS,
-  DEFAULT_MAX_TAKEOVERS,
-  DEFAULT_LOCK_TIMEOUT_MS,
-  DEFAULT_REPLAY_WINDOW_MS,
-  DEFAULT_RETENTION_MS,
-  FINGERPRINT_VERSION,
-  RETRY_AFTER_HEADER,
   idempotencyOptionsSchema,
-  parseIdempotencyKey,
-  type IdemMeta,
   type IdempotencyOptions,
-  type IdempotencyStore,
+  type RecoveryStore,
 } from '@idem/contract';
-import { executeExternal } from './executeExternal.js';
-import { executeLocal } from './executeLocal.js';
-import { isDatabaseUnreachable, storeUnavailable } from './storeUnavailable.js';
-import { findNul } from './fingerprint.js';
-import { checkedKeySecrets, claimKeyHash, hashIdempotencyKey } from './keyHash.js';
-import { claimFingerprint } from './claimFingerprint.js';
-import type { IdemContext } from './idemContext.js';
-import type { ExternalIdemExecution, IdemExecution, LocalIdemExecution } from './IdemExecution.js';
-import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
-import { idemTRPCError } from './IdemRequestError.js';
-import { markIdemMiddleware } from './idemMiddlewareMark.js';
-import { findMisplacedIdempotency } from './auditRouter.js';
-import { formatIdemError, type IdemErrorShape } from './formatIdemError.js';
-import type { IdemServerEvent } from './IdemServerEvent.js';
-import { jsonSerializer, type ResultSerializer } from './ResultSerializer.js';
-import type { ReplayStrategy } from './ReplayStrategy.js';
-import { stepsNeedInputCipher } from './stepResultCodec.js';
-import { createCompleter, type Completer, type CompleterOptions } from './createCompleter.js';
-import { createOperationTools, type OperationTools } from './operationTools.js';
-import type { TextCipher } from './aesGcmCipher.js';
-import type { AcceptedOperation } from './acceptedResponse.js';
-import { createIdemTelemetry } from './idemTelemetry.js';
-import { operationStatusQuery } from './operationStatusProcedure.js';
+import type { IdemContext } from './request/idemContext.js';
+import type {
+  ExternalIdemExecution,
+  IdemExecution,
+  LocalIdemExecution,
+} from './request/IdemExecution.js';
+import { createIdemRuntime } from './request/createIdemRuntime.js';
+import { composeScope, runRequest } from './request/prepareJob.js';
+import { resolveProcedureOptions } from './request/resolveProcedureOptions.js';
+import { findMisplacedIdempotency } from './trpc/auditRouter.js';
 import {
-  checkedQueue,
+  buildPlugin,
+  buildProcedure,
+  type IdemProcedureBuilder,
+} from './trpc/idemProcedureBuilder.js';
+import type { IdemServerEvent } from './telemetry/IdemServerEvent.js';
+import type { ResultSerializer } from './replay/ResultSerializer.js';
+import type { ReplayStrategy } from './replay/ReplayStrategy.js';
+import {
+  createCompleter,
+  type Completer,
+  type CompleterOptions,
+} from './workers/createCompleter.js';
+import { createOperationTools, type OperationTools } from './operations/operationTools.js';
+import type { TextCipher } from './replay/aesGcmCipher.js';
+import type { AcceptedOperation } from './replay/acceptedResponse.js';
+import { checkedKeySecrets } from './request/keyHash.js';
+import { operationStatusQuery } from './operations/operationStatusProcedure.js';
+import {
   createWorkerPool,
   type QueueOptions,
   type WorkerPool,
   type WorkerPoolOptions,
-} from './workerPool.js';
-import { ProcedureWindowRegistry } from './procedureWindows.js';
+} from './workers/workerPool.js';
+
+export type { IdemProcedureBuilder } from './trpc/idemProcedureBuilder.js';
 
 /** Options of {@link createIdempotency} (configured once per app). */
 export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
-  /** The key store, e.g. `createPostgresJsStore(db)` from `@idem/store-drizzle/postgres-js`. */
-  store: IdempotencyStore<TTx>;
+  /**
+   * The key store, e.g. `createPostgresJsStore(db)` from `@idem/store-drizzle/postgres-js`: the
+   * contract's {@link RecoveryStore} (claims and outcomes, and the recovery the external mode,
+   * the completer and the operation tools need), checked by type, never probed at run time.
+   */
+  store: RecoveryStore<TTx>;
   /**
    * Required. The caller's scope, from the authenticated context: e.g. `${accountId}:live`. Keys
    * are unique per (scope, procedure, key); there is no global default, and an empty scope is
@@ -174,82 +164,6 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>, AcceptedOperation>;
 }
 
-function buildPlugin<TContext extends IdemContext>() {
-  return initTRPC.context<TContext>().meta<IdemMeta>().create({ isDev: false }); // never send stack traces of idem's own errors
-}
-
-function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecution>(
-  t: ReturnType<typeof buildPlugin<TContext>>,
-  meta: IdempotencyOptions,
-  handle: (opts: {
-    ctx: TContext;
-    path: string;
-    type: string;
-    input: unknown;
-    next: (idem: TIdem) => Promise<NextResult>;
-  }) => Promise<NextResult>,
-): IdemProcedureBuilder<TContext, TIdem> {
-  const builder = t.procedure
-    .meta({ idempotency: meta })
-    .errors(formatIdemError)
-    .use(async (opts) => {
-      const result = await handle({
-        ctx: opts.ctx as TContext,
-        path: opts.path,
-        type: opts.type,
-        input: opts.input,
-        next: (idem) =>
-          // tRPC's runtime takes both; its types spell them as two overloads.
-          (opts.next as (o: { ctx: object; getRawInput: GetRawInputFn }) => Promise<NextResult>)({
-            ctx: { idem },
-            getRawInput: () => Promise.reject(inputAfterIdem(opts.path)),
-          }),
-      });
-      return result as MiddlewareResult<{ idem: TIdem }>;
-    });
-  markIdemMiddleware(builder._def.middlewares.at(-1)!);
-  return builder as unknown as IdemProcedureBuilder<TContext, TIdem>;
-  // The cast names the builder: tRPC spells the same context through its own unwrapping, and the
-  // input slot is `unknown` on purpose (see IdemProcedureBuilder).
-}
-
-/**
- * What a step after idem gets when it reads the raw input. tRPC's input parsers read it: one
- * that runs after idem (`.concat(idem.procedure()).input(More)`, which tRPC merges into an object
- * input) would give the handler input the fingerprint never saw, so a reused key with a different
- * input would replay the first result. The request fails instead, before the handler runs, and
- * the key is released (a 500 is never stored).
- */
-function inputAfterIdem(path: string): TRPCError {
-  return new TRPCError({
-    code: 'INTERNAL_SERVER_ERROR',
-    message: `idem: ${path} reads its input after idem.procedure(): put every .input() before .concat(idem.procedure())`,
-  });
-}
-
-/**
- * The builder type `idem.procedure()` returns: adds `ctx.idem`, idem's meta, and the error shape
- * that marks the procedure idempotent in the router type.
- *
- * Its parsed-input slot is `unknown`, not tRPC's "unset": the key's fingerprint is taken from the
- * input idem's middleware sees, which is the parsed input only if every `.input()` comes before
- * `.concat(idem.procedure())`. `unknown` leaves the input of a builder that already has one
- * unchanged (`{ cartId: string } & unknown` is `{ cartId: string }`), and makes any later
- * `.input()` a compile error ("All input parsers did not resolve to an object"): written the other
- * way round, a reused key with a different input would replay the first result.
- */
-export type IdemProcedureBuilder<TContext, TIdem, TOutputOut = UnsetMarker> = ProcedureBuilder<
-  TContext,
-  IdemMeta,
-  { idem: TIdem },
-  UnsetMarker,
-  unknown,
-  UnsetMarker,
-  TOutputOut,
-  false,
-  IdemErrorShape | TRPCDefaultErrorShape
->;
-
 /**
  * Creates idem's procedure builders for one app.
  *
@@ -271,103 +185,23 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   if (!options.store) throw new TypeError('createIdempotency: `store` is required');
   const keySecrets = checkedKeySecrets(options.keySecret, options.previousKeySecrets);
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
-  const onEvent = options.onEvent;
-  const telemetry = createIdemTelemetry({
-    ...(options.meter ? { meter: options.meter } : {}),
-    tracing: options.tracing ?? true,
-  });
-  const runtime: IdemRuntime = {
-    store: options.store as IdempotencyStore<unknown>,
-    serializer: options.serializer ?? jsonSerializer,
-    owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
-    inProgressRetryAfterMs: options.inProgressRetryAfterMs ?? 1000,
-    maxTakeovers: checkedMaxTakeovers(options.maxTakeovers),
-    inputCipher: options.inputCipher ?? null,
-    telemetry,
-    keySecrets,
-    queue: checkedQueue(options.queue),
-    acceptedPaths: new Set(),
-    windows: new ProcedureWindowRegistry({
-      replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
-      retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,
-    }),
-    emit: (event) => {
-      telemetry.onEvent(event);
-      if (!onEvent) return;
-      try {
-        onEvent(event);
-      } catch {
-        // A failing log hook must never change a request's outcome.
-      }
-    },
-  };
+  const runtime = createIdemRuntime(options, defaults, keySecrets);
   const t = buildPlugin<TContext>();
   /** Scope suffixes of this app's procedures: operation lookups accept the caller's scopes only. */
   const suffixes = new Set<string | undefined>([undefined]);
 
   function procedure(procedureOptions: IdemProcedureOptions = {}) {
-    const { replay = { kind: 'full' }, ...rest } = procedureOptions;
-    const merged = idempotencyOptionsSchema.parse({ ...defaults, ...rest, replay: replay.kind });
-    const resolved: ResolvedProcedureOptions = {
-      mode: merged.mode ?? 'local',
-      replayWindowMs: merged.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
-      retentionMs: merged.retentionMs ?? DEFAULT_RETENTION_MS,
-      leaseMs: merged.leaseMs ?? DEFAULT_LEASE_MS,
-      lockTimeoutMs: merged.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
-      failures: merged.failures ?? 'deterministic',
-      scopeSuffix: merged.scopeSuffix,
-      respond: merged.respond ?? 'result',
-      replay,
-    };
+    const { meta, resolved } = resolveProcedureOptions(runtime, defaults, procedureOptions);
     suffixes.add(resolved.scopeSuffix);
     runtime.windows.built(resolved);
-    if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
-      throw new TypeError(
-        "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
-      );
-    }
-    if (resolved.retentionMs < resolved.replayWindowMs) {
-      throw new TypeError(
-        `idem: retentionMs (${resolved.retentionMs}) must be at least replayWindowMs (${resolved.replayWindowMs})`,
-      );
-    }
-    if (
-      resolved.mode === 'external' &&
-      typeof (runtime.store as { saveSteps?: unknown }).saveSteps !== 'function'
-    ) {
-      throw new TypeError(
-        'idem: external mode needs a store with recovery support (saveSteps, markUnsettled, ...)',
-      );
-    }
-    if (
-      resolved.mode === 'external' &&
-      stepsNeedInputCipher(replay.kind) &&
-      runtime.inputCipher === null
-    ) {
-      throw new TypeError(
-        `idem: an external-mode procedure with replay '${replay.kind}' keeps its step results sealed; pass inputCipher (e.g. aesGcmCipher(key)) to createIdempotency`,
-      );
-    }
-    const execute = resolved.mode === 'local' ? executeLocal : executeExternal;
-    return buildProcedure<TContext, IdemExecution>(t, merged, async (opts) => {
-      const job = await prepareJob(runtime, resolved, options.scope, opts);
-      const started = performance.now();
-      try {
-        const result = await execute(job);
-        // The handler failed because the database went away (an outage mid-phase): a 503.
-        if (!result.ok && isDatabaseUnreachable(result.error)) {
-          throw storeUnavailable(job, result.error);
-        }
-        return result;
-      } finally {
-        telemetry.requestDuration(performance.now() - started, job.claim.procedure);
-      }
-    });
+    return buildProcedure<TContext, IdemExecution>(t, meta, (call) =>
+      runRequest(runtime, resolved, options.scope, call),
+    );
   }
   const scopesOf = async (ctx: TContext) => {
     const base = await options.scope(ctx);
     return typeof base === 'string' && base.length > 0
-      ? [...suffixes].map((suffix) => (suffix ? `${base}:${suffix}` : base))
+      ? [...suffixes].map((suffix) => composeScope(base, suffix))
       : [];
   };
   const tools = createOperationTools(runtime, scopesOf);
@@ -390,151 +224,4 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
     ...tools,
     operationStatusQuery: operationStatusQuery(tools),
   } as Idempotency<TContext, TTx>;
-}
-
-const identity = (text: string) => text;
-
-function checkedMaxTakeovers(value: number | undefined): number {
-  if (value === undefined) return DEFAULT_MAX_TAKEOVERS;
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new TypeError(`createIdempotency: maxTakeovers must be an integer from 0, got ${value}`);
-  }
-  return value;
-}
-
-async function prepareJob<TContext extends IdemContext>(
-  runtime: IdemRuntime,
-  options: ResolvedProcedureOptions,
-  scopeOf: (ctx: TContext) => string | Promise<string>,
-  opts: {
-    ctx: TContext;
-    path: string;
-    type: string;
-    input: unknown;
-    next: (idem: never) => Promise<NextResult>;
-  },
-): Promise<IdemJob> {
-  const { ctx, path, type, input } = opts;
-  runtime.windows.seen(path, options);
-  if (options.respond === 'accepted') runtime.acceptedPaths.add(path);
-  if (type !== 'mutation') {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message: `idem: ${path} is a ${type}; only mutations take idempotency keys`,
-    });
-  }
-  const request = ctx.idemRequest;
-  if (!request) {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message:
-        'idem: ctx.idemRequest is missing: spread idemContext(opts) into your createContext result',
-    });
-  }
-  const base = await scopeOf(ctx);
-  if (typeof base !== 'string' || base.length === 0) {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message: `idem: scope() returned no scope for ${path}; idempotency keys are never global`,
-    });
-  }
-  const scope = options.scopeSuffix ? `${base}:${options.scopeSuffix}` : base;
-  const resume = request.resume ?? null;
-  if (resume && (resume.scope !== scope || resume.procedure !== path)) {
-    throw new TRPCError({
-      code: 'INTERNAL_SERVER_ERROR',
-      message: `idem: the completer's context gives scope for ${path} that does not match record ${resume.id}`,
-    });
-  }
-  // The completer resumes a record by id; it has no key, only the key's hash.
-  const parsed = resume
-    ? ({ ok: true, keyHash: resume.keyHash } as const)
-    : parseIdempotencyKey(request.keyValues);
-  let keyHash = parsed.ok
-    ? 'keyHash' in parsed
-      ? parsed.keyHash
-      : hashIdempotencyKey(parsed.key, runtime.keySecrets.current, scope)
-    : '';
-  const event = { procedure: path, scope, keyHash, requestId: request.requestId };
-
-  const reject: IdemJob['reject'] = (reason, message, extra = {}) => {
-    runtime.emit({ ...event, type: 'rejected', reason, operationId: extra.operationId ?? null });
-    if (extra.retryAfterMs !== undefined) {
-      request.response.headers.set(
-        RETRY_AFTER_HEADER,
-        String(Math.max(1, Math.ceil(extra.retryAfterMs / 1000))),
-      );
-    }
-    return idemTRPCError(reason, message, extra);
-  };
-  if (!parsed.ok) throw reject(parsed.reason, parsed.message);
-  if ('key' in parsed && runtime.keySecrets.previous.length > 0) {
-    try {
-      keyHash = await claimKeyHash(runtime.store, runtime.keySecrets, {
-        scope,
-        procedure: path,
-        key: parsed.key,
-      });
-    } catch (error) {
-      throw storeUnavailable({ runtime, event, reject }, error);
-    }
-    event.keyHash = keyHash;
-  }
-  if (request.batch) {
-    throw reject(
-      'IDEMPOTENCY_BATCH_REFUSED',
-      `${path} is idempotent: send it alone, not in a batch (?batch=1)`,
-    );
-  }
-  // Before the claim: PostgreSQL refuses NUL in text, and the claim may store the input.
-  const nulAt = resume ? null : findNul(input);
-  if (nulAt)
-    throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
-
-  const checked = claimFingerprint(
-    input,
-    options.mode === 'external' && !resume,
-    runtime.serializer,
-  );
-  if (!checked.ok) throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', checked.message);
-  const storedInput =
-    options.mode === 'external'
-      ? (runtime.inputCipher?.encrypt ?? identity)(
-          checked.storedText ?? runtime.serializer.serialize(input),
-        )
-      : null;
-  return {
-    runtime,
-    options,
-    request,
-    input,
-    ctx,
-    resume: request.resume ?? null,
-    claim: {
-      input: storedInput,
-      scope,
-      procedure: path,
-      keyHash,
-      fingerprint: checked.fingerprint,
-      fingerprintVersion: FINGERPRINT_VERSION,
-      leaseMs: options.leaseMs,
-      owner: runtime.owner,
-      maxTakeovers: runtime.maxTakeovers,
-      pending: options.respond === 'accepted' && runtime.queue !== null,
-    },
-    execution: {
-      keyHash,
-      scope,
-      procedure: path,
-      requestId: request.requestId,
-      clientAttempt: request.attempt,
-      remainingMs: () =>
-        request.timeoutMs === null
-          ? null
-          : Math.max(0, request.timeoutMs - (Date.now() - request.receivedAt)),
-    },
-    event,
-    next: opts.next as IdemJob['next'],
-    reject,
-  };
 }

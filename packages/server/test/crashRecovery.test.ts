@@ -79,7 +79,7 @@ describe.skipIf(!available)(
         try {
           const db = drizzle(client);
           const store = createPostgresJsStore(db, { dangerouslyShiftClockMs: Number(AFTER_LEASE) });
-          const app = createPaymentsApp(db, store as never);
+          const app = createPaymentsApp(db, store);
           const completer = app.idem.completer({
             router: app.router,
             createContext: (record) => ({ account: record.scope }),

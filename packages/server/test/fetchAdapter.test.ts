@@ -7,7 +7,7 @@ import { createTestApp } from './fixtures/testApp.js';
 describe('fetch adapter', () => {
   it('reads the key from fetch Headers, replays with Idempotent-Replayed, refuses two keys', async () => {
     await using env = await pgliteEnv();
-    const app = createTestApp(env.store as never);
+    const app = createTestApp(env.store);
     const handle = (headers: HeadersInit) =>
       fetchRequestHandler({
         endpoint: '/trpc',

@@ -12,7 +12,7 @@ export function describeMetricsGates(name: string, makeEnv: () => Promise<TestEn
     it('50 concurrent identical requests count 1 execution and 49 replays or in-progress conflicts', async () => {
       await using env = await makeEnv();
       const metrics = testMeter();
-      const app = createTestApp(env.store as never, { workMs: 30, meter: metrics.meter });
+      const app = createTestApp(env.store, { workMs: 30, meter: metrics.meter });
       await using server = await serve(app.router);
       const account = `acct_${randomUUID().replaceAll('-', '')}`;
       const responses = await Promise.all(
@@ -47,7 +47,7 @@ export function describeMetricsGates(name: string, makeEnv: () => Promise<TestEn
     it('the reaper reports deleted rows and stuck records', async () => {
       await using env = await makeEnv();
       const metrics = testMeter();
-      const app = createTestApp(env.store as never);
+      const app = createTestApp(env.store);
       await using server = await serve(app.router);
       await post(
         server.url,
@@ -56,7 +56,7 @@ export function describeMetricsGates(name: string, makeEnv: () => Promise<TestEn
         { key: 'reap-me', account: 'acct_reap' },
       );
       const reaper = createReaper({
-        store: env.storeAt(100 * 3600_000) as never,
+        store: env.storeAt(100 * 3600_000),
         meter: metrics.meter,
       });
       expect((await reaper.runOnce()).deleted).toBe(1);

@@ -58,7 +58,7 @@ describe('idem headers without responseMeta', () => {
       await using env = await pgliteEnv();
       const gate = new Gate();
       onTestFinished(() => gate.open());
-      const app = createTestApp(env.store as never, { gate });
+      const app = createTestApp(env.store, { gate });
       const url = await serveWith(app.router, { responseMeta });
       const acct = account();
 
@@ -92,7 +92,7 @@ describe('idem headers without responseMeta', () => {
 
   it('standalone adapter without responseMeta: accepted work still answers 202', async () => {
     await using env = await pgliteEnv();
-    const app = createPaymentsApp(env.db, env.store as never);
+    const app = createPaymentsApp(env.db, env.store);
     const url = await serveWith(app.router, { responseMeta: false });
     const acct = account();
     const first = await post(url, 'payLater', { amount: 900 }, { key: 'later', account: acct });
@@ -110,7 +110,7 @@ describe('idem headers without responseMeta', () => {
 
   it('fetch adapter: the header once, with or without responseMeta', async () => {
     await using env = await pgliteEnv();
-    const app = createTestApp(env.store as never);
+    const app = createTestApp(env.store);
     const handle = (key: string, responseMeta: boolean) =>
       fetchRequestHandler({
         endpoint: '/trpc',
@@ -141,7 +141,7 @@ describe('misplaced idem never answers wrongly', () => {
     await using env = await pgliteEnv();
     const idem = createIdempotency({
       keySecret: TEST_KEY_SECRET,
-      store: env.store as never,
+      store: env.store,
       scope: () => 'acct_x',
     });
     let calls = 0;
@@ -168,7 +168,7 @@ describe('misplaced idem never answers wrongly', () => {
     await using env = await pgliteEnv();
     const idem = createIdempotency({
       keySecret: TEST_KEY_SECRET,
-      store: env.store as never,
+      store: env.store,
       scope: () => 'acct_x',
     });
     const misplaced = t.router({
@@ -190,7 +190,7 @@ describe('misplaced idem never answers wrongly', () => {
     await using env = await pgliteEnv();
     const idem = createIdempotency({
       keySecret: TEST_KEY_SECRET,
-      store: env.store as never,
+      store: env.store,
       scope: () => 'acct_x',
     });
     const router = t.router({ read: t.procedure.concat(idem.procedure()).query(() => 1) });

@@ -15,7 +15,7 @@ import { Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 const acct = 'acct_ops';
 
 async function paymentsServer(env: TestEnv, options: PaymentsAppOptions = {}) {
-  const app = createPaymentsApp(env.db, env.store as never, options);
+  const app = createPaymentsApp(env.db, env.store, options);
   const server = await serve(app.router);
   const ctx = { account: acct } as never;
   return Object.assign(server, {
@@ -169,9 +169,7 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
         // The retry resumes from that recorded result: the same token, no second issue call.
         const resumed = await server.call(path, { name: 'ci' }, key);
         expect(resumed.status).toBe(200);
-        const { operationId } = (await (
-          env.store as unknown as RecoveryStore<unknown>
-        ).readRecovery({
+        const { operationId } = (await env.store.readRecovery({
           scope: acct,
           procedure: path,
           keyHash: hashIdempotencyKey(key, TEST_KEY_SECRET, acct),
@@ -212,7 +210,7 @@ export function describeOperationGates(name: string, makeEnv: () => Promise<Test
       await using server = await paymentsServer(env);
       await server.call('createToken', { name: 'e' }, 'k-erase');
       await server.call('pay', { amount: 3 }, 'k-erase-pay');
-      const store = env.store as unknown as RecoveryStore<unknown>;
+      const store = env.store;
       expect(await store.eraseScope(acct)).toBe(2);
       const left = await env.count(
         sql`select 1 from idem_records where scope = ${acct} and (response_body is not null or input_text is not null or steps is not null)`,

@@ -20,7 +20,7 @@ describe('PGlite', () => {
 
   it('runs 50 concurrent identical requests once (PGlite serialises transactions)', async () => {
     await using env = await pgliteEnv();
-    const app = createTestApp(env.store as never, { workMs: 20 });
+    const app = createTestApp(env.store, { workMs: 20 });
     await using server = await serve(app.router);
     const acct = `acct_${randomUUID().replaceAll('-', '')}`;
     const responses = await Promise.all(

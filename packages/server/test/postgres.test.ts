@@ -137,7 +137,7 @@ describe.skipIf(!available)('PostgreSQL', () => {
   it('answers a local-mode duplicate 409 once the bounded lock wait runs out, then replays after commit', async () => {
     await using env = await postgresEnv();
     const gate = new Gate();
-    const app = createTestApp(env.store as never, { gate, lockTimeoutMs: 200 });
+    const app = createTestApp(env.store, { gate, lockTimeoutMs: 200 });
     await using server = await serve(app.router);
     const acct = account();
     const first = post(server.url, 'orders.slow', order, { key: 'k-slow', account: acct });
@@ -163,7 +163,7 @@ describe.skipIf(!available)('PostgreSQL', () => {
       connect_timeout: 2,
       onnotice: () => {},
     });
-    const app = createTestApp(createPostgresJsStore(drizzle(client)) as never);
+    const app = createTestApp(createPostgresJsStore(drizzle(client)));
     await using server = await serve(app.router);
     const res = await post(server.url, 'orders.create', order, {
       key: 'k-down',

@@ -42,10 +42,10 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
     it('takes over an expired lease; the stale worker wakes late, writes nothing, and its result is discarded', async () => {
       await using env = await makeEnv();
       const gate = new Gate();
-      await using stale = await paymentsServer(env, env.store as never, {
+      await using stale = await paymentsServer(env, env.store, {
         beforeCharge: () => gate.opened,
       });
-      await using later = await paymentsServer(env, env.storeAt(LEASE + 1_000) as never);
+      await using later = await paymentsServer(env, env.storeAt(LEASE + 1_000));
       const first = stale.call('pay', pay, 'k-lease');
       await expect.poll(() => env.count(sql`select 1 from test_payments`)).toBe(1); // reserve committed
       // Before the lease ends, a duplicate is told to wait.
@@ -74,14 +74,14 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
     it('a stale worker, taken over while it waited between a lookup and its call, makes no call', async () => {
       await using env = await makeEnv();
       // A charge that failed before it was sent: its intent is recorded, its outcome unknown.
-      await using first = await paymentsServer(env, env.store as never, {
+      await using first = await paymentsServer(env, env.store, {
         fault: { at: 'charge-fails-before-send', how: 'throw' },
       });
       expect((await first.call('pay', pay, 'k-stale')).status).toBe(503);
       // W takes over once that call is settled; its lookup answers "not found"; then W stalls.
       const gate = new Gate();
       const wAt = CALL_SETTLED + 1_000;
-      await using stale = await paymentsServer(env, env.storeAt(wAt) as never, {
+      await using stale = await paymentsServer(env, env.storeAt(wAt), {
         afterLookup: () => gate.opened,
       });
       const staleCall = stale.call('pay', pay, 'k-stale');
@@ -89,7 +89,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         .poll(() => env.count(sql`select 1 from test_processor_calls where kind = 'lookup'`))
         .toBe(1);
       // W's lease ran out (W wrote nothing since its takeover): N takes over, looks up, calls.
-      await using later = await paymentsServer(env, env.storeAt(wAt + LEASE + 1_000) as never);
+      await using later = await paymentsServer(env, env.storeAt(wAt + LEASE + 1_000));
       const taken = await later.call('pay', pay, 'k-stale');
       expect(taken.status).toBe(200);
       // W wakes: the fenced intent before its call matches no row, so it never calls.
@@ -125,7 +125,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         for (let i = 0; i <= maxTakeovers; i++) {
           const gate = new Gate();
           gates.push(gate);
-          const server = await paymentsServer(env, env.storeAt(i * (LEASE + 1_000)) as never, {
+          const server = await paymentsServer(env, env.storeAt(i * (LEASE + 1_000)), {
             beforeCharge: () => gate.opened,
             maxTakeovers,
             meter: metrics.meter,
@@ -134,16 +134,15 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
           stalled.push(server.call('pay', pay, 'k-poison'));
           await expect.poll(attempts).toBe(i + 1);
         }
-        const last = await paymentsServer(
-          env,
-          env.storeAt((maxTakeovers + 1) * (LEASE + 1_000)) as never,
-          { maxTakeovers, meter: metrics.meter },
-        );
+        const last = await paymentsServer(env, env.storeAt((maxTakeovers + 1) * (LEASE + 1_000)), {
+          maxTakeovers,
+          meter: metrics.meter,
+        });
         servers.push(last);
         const refused = await last.call('pay', pay, 'k-poison');
         expect(refused.status).toBe(409);
         expect(refused.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
-        const store = env.store as unknown as RecoveryStore<unknown>;
+        const store = env.store;
         const [stuck] = (await store.listStuck({ graceMs: 0, limit: 10 })).filter(
           (r) => r.scope === acct,
         );
@@ -178,9 +177,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const heartbeatLater = new Proxy(env.store as object, {
         get: (target, property, receiver) =>
           property === 'extendLease'
-            ? (env.storeAt(8_000) as unknown as RecoveryStore<unknown>).extendLease.bind(
-                env.storeAt(8_000),
-              )
+            ? env.storeAt(8_000).extendLease.bind(env.storeAt(8_000))
             : ((Reflect.get(target, property, receiver) as Function).bind?.(target) ??
               Reflect.get(target, property, receiver)),
       }) as RecoveryStore<any>;
@@ -188,8 +185,8 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
         heartbeatAfterReserve: true,
         beforeCharge: () => gate.opened,
       });
-      await using at12s = await paymentsServer(env, env.storeAt(12_000) as never);
-      await using at19s = await paymentsServer(env, env.storeAt(19_000) as never);
+      await using at12s = await paymentsServer(env, env.storeAt(12_000));
+      await using at19s = await paymentsServer(env, env.storeAt(19_000));
       const first = worker.call('pay', pay, 'k-heartbeat');
       await expect.poll(() => env.count(sql`select 1 from test_payments`)).toBe(1);
       await expect.poll(async () => (await leaseOf(env)) > 15_000).toBe(true); // extended to ~18 s
@@ -205,7 +202,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('an external call that timed out after the remote committed is looked up, never called twice', async () => {
       await using env = await makeEnv();
-      await using server = await paymentsServer(env, env.store as never, {
+      await using server = await paymentsServer(env, env.store, {
         fault: { at: 'charge-timeout-after-commit', how: 'throw' },
       });
       const first = await server.call('pay', pay, 'k-timeout');
@@ -217,7 +214,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       const early = await server.call('pay', pay, 'k-timeout');
       expect(early.status).toBe(409);
       expect(early.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
-      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000));
       const retry = await later.call('pay', pay, 'k-timeout');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
@@ -231,12 +228,12 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('a record erased after its external call began is never re-run blind: it goes to an operator', async () => {
       await using env = await makeEnv();
-      await using server = await paymentsServer(env, env.store as never, {
+      await using server = await paymentsServer(env, env.store, {
         fault: { at: 'charge-timeout-after-commit', how: 'throw' },
       });
       expect((await server.call('pay', pay, 'k-erased')).status).toBe(503);
-      expect(await (env.store as unknown as RecoveryStore<unknown>).eraseScope(acct)).toBe(1);
-      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      expect(await env.store.eraseScope(acct)).toBe(1);
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000));
       const retry = await later.call('pay', pay, 'k-erased');
       expect(retry.status).toBe(409);
       expect(retry.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
@@ -250,11 +247,11 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('a call confirmed "not received" by the lookup is made again, once', async () => {
       await using env = await makeEnv();
-      await using server = await paymentsServer(env, env.store as never, {
+      await using server = await paymentsServer(env, env.store, {
         fault: { at: 'charge-fails-before-send', how: 'throw' },
       });
       expect((await server.call('pay', pay, 'k-unsent')).status).toBe(503);
-      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000) as never);
+      await using later = await paymentsServer(env, env.storeAt(CALL_SETTLED + 1_000));
       const retry = await later.call('pay', pay, 'k-unsent');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
@@ -268,7 +265,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('without a lookup an unknown outcome goes to manual reconciliation, is never retried by chance, and an operator resolves it', async () => {
       await using env = await makeEnv();
-      await using server = await paymentsServer(env, env.store as never, {
+      await using server = await paymentsServer(env, env.store, {
         withLookup: false,
         fault: { at: 'charge-timeout-after-commit', how: 'throw' },
       });
@@ -279,7 +276,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
       expect(again.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
       expect(await processorCounts(env.count)).toMatchObject({ chargeCalls: 1, paid: 0 });
 
-      const store = env.store as unknown as RecoveryStore<unknown>;
+      const store = env.store;
       const record = (await store.readRecovery({
         scope: acct,
         procedure: 'pay',
@@ -379,7 +376,7 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('a failure while saving the result rolls back the local writes and stores nothing', async () => {
       await using env = await makeEnv();
-      const failing = failOnce(env.store as never, 'complete');
+      const failing = failOnce(env.store, 'complete');
       await using server = await paymentsServer(env, failing);
       const first = await server.call('createResource', { name: 'r1' }, 'k-save');
       expect(first.status).toBe(503);
@@ -393,10 +390,10 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('an external success is never forgotten when saving the result fails: the retry resumes without calling again', async () => {
       await using env = await makeEnv();
-      await using first = await paymentsServer(env, failOnce(env.store as never, 'complete'));
+      await using first = await paymentsServer(env, failOnce(env.store, 'complete'));
       expect((await first.call('pay', pay, 'k-remember')).status).toBe(503);
       expect(await stateOf(env)).toBe('IN_PROGRESS');
-      await using later = await paymentsServer(env, env.storeAt(LEASE + 1_000) as never);
+      await using later = await paymentsServer(env, env.storeAt(LEASE + 1_000));
       const retry = await later.call('pay', pay, 'k-remember');
       expect(retry.status).toBe(200);
       expect(await processorCounts(env.count)).toEqual({
@@ -410,18 +407,15 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('replays up to the end of the replay window; after it the key is a new request and the old row stays until cleanup', async () => {
       await using env = await makeEnv();
-      await using now = await paymentsServer(env, env.store as never);
+      await using now = await paymentsServer(env, env.store);
       const first = await now.call('createResource', { name: 'w' }, 'k-window');
       await using before = await paymentsServer(
         env,
-        env.storeAt(DEFAULT_REPLAY_WINDOW_MS - 60_000) as never,
+        env.storeAt(DEFAULT_REPLAY_WINDOW_MS - 60_000),
       );
       const replay = await before.call('createResource', { name: 'w' }, 'k-window');
       expect(replay.headers['idempotent-replayed']).toBe('true');
-      await using after = await paymentsServer(
-        env,
-        env.storeAt(DEFAULT_REPLAY_WINDOW_MS + 60_000) as never,
-      );
+      await using after = await paymentsServer(env, env.storeAt(DEFAULT_REPLAY_WINDOW_MS + 60_000));
       const fresh = await after.call('createResource', { name: 'w' }, 'k-window');
       expect(fresh.status).toBe(200);
       expect(fresh.headers['idempotent-replayed']).toBeUndefined();
@@ -440,14 +434,14 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
     it('the reaper deletes completed records only past the cleanup threshold, never in-progress ones', async () => {
       await using env = await makeEnv();
       const gate = new Gate();
-      await using server = await paymentsServer(env, env.store as never, {
+      await using server = await paymentsServer(env, env.store, {
         beforeCharge: () => gate.opened,
       });
       expect((await server.call('createResource', { name: 'c' }, 'k-clean')).status).toBe(200);
       const running = server.call('pay', pay, 'k-running');
       await expect.poll(() => env.count(sql`select 1 from test_payments`)).toBe(1);
       const reap = (shift: number) =>
-        createReaper({ store: env.storeAt(shift) as never, stuckAfterMs: 60_000 }).runOnce();
+        createReaper({ store: env.storeAt(shift), stuckAfterMs: 60_000 }).runOnce();
       expect((await reap(DEFAULT_RETENTION_MS - 60_000)).deleted).toBe(0);
       const late = await reap(DEFAULT_RETENTION_MS + 60_000);
       expect(late.deleted).toBe(1);

@@ -33,7 +33,7 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
     const masked: MaskedError[] = [];
     beforeAll(async () => {
       env = await makeEnv();
-      app = createTestApp(env.store as never, { gate, events, masked, lockTimeoutMs: 300 });
+      app = createTestApp(env.store, { gate, events, masked, lockTimeoutMs: 300 });
       server = await serve(app.router);
     });
     afterAll(async () => {

@@ -18,7 +18,7 @@ afterAll(() => trace.disable());
 describe('tracing', () => {
   it('wraps the claim, each phase and each external call in a span, with ids and never bodies', async () => {
     await using env = await pgliteEnv();
-    const app = createPaymentsApp(env.db, env.store as never);
+    const app = createPaymentsApp(env.db, env.store);
     await using server = await serve(app.router);
     const res = await post(
       server.url,

@@ -1,5 +1,4 @@
 import {
-  DEFAULT_RETENTION_MS,
   RECONCILIATION_REASONS,
   type AuditEntry,
   type ReconciliationReason,
@@ -12,33 +11,28 @@ import {
   type StoredResponse,
   type StuckReport,
 } from '@idem/contract';
-import {
-  and,
-  eq,
-  sql,
-  type ExtractTablesWithRelations,
-  type SQL,
-  type TablesRelationalConfig,
-} from 'drizzle-orm';
+import type { ExtractTablesWithRelations, SQL, TablesRelationalConfig } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import {
   assertLimit,
   assertMaxTakeovers,
   assertMilliseconds,
   assertWindows,
-  recordId,
 } from './assertMilliseconds.js';
 import { claimKey } from './claimKey.js';
+import * as completion from './completionStatements.js';
 import { selectLive } from './claimStatements.js';
-import { databaseClock, milliseconds } from './databaseClock.js';
+import { databaseClock } from './databaseClock.js';
 import { executeRows, type StatementRunner } from './executeRows.js';
 import { hasSqlState } from './hasSqlState.js';
+import * as audit from './auditRows.js';
+import * as erasure from './erasureStatements.js';
+import * as lookup from './operationLookup.js';
 import * as operator from './operatorStatements.js';
 import * as queue from './queueStatements.js';
 import * as reaper from './reaperStatements.js';
 import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
 import * as recovery from './recoveryStatements.js';
-import { idemRecords } from './schema.js';
 
 /** Options of {@link DrizzleIdempotencyStore}. */
 export interface DrizzleIdempotencyStoreOptions {
@@ -88,7 +82,7 @@ const INVALID_SQL_STATEMENT_NAME = '26000';
  * a takeover two; a claim after the replay window closed three. Every other method costs one
  * (`resolve` writes its audit row in the same statement). The races each statement decides are
  * written beside it: `claimStatements.ts`, `recoveryStatements.ts`, `reaperStatements.ts`,
- * `operatorStatements.ts`.
+ * `operatorStatements.ts`, `completionStatements.ts`, `erasureStatements.ts`.
  */
 export class DrizzleIdempotencyStore<
   TQueryResult extends PgQueryResultHKT,
@@ -150,80 +144,41 @@ export class DrizzleIdempotencyStore<
     operationId: string,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<RecoveryRecord | null> {
-    if (!operator.isOperationId(operationId)) return null;
-    const statement = operator.selectByOperationId(operationId, this.#clock);
+    if (!lookup.isOperationId(operationId)) return null;
+    const statement = lookup.selectByOperationId(operationId, this.#clock);
     const [row] = await executeRows<RecordRow>(this.#statements(tx), statement);
     return row === undefined ? null : toRecoveryRecord(row);
   }
 
+  /** Stores the outcome for replay, fenced (see `completionStatements.ts` for the race). */
   async complete(
     fence: Fence,
     response: StoredResponse,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    return this.#finish('COMPLETED', fence, response, tx);
+    assertWindows(response);
+    return this.#written(completion.finish('COMPLETED', fence, response, this.#clock), tx);
   }
 
+  /** Stores a deterministic failure for replay, fenced like `complete`. */
   async fail(
     fence: Fence,
     response: StoredResponse,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    return this.#finish('TERMINAL_FAILURE', fence, response, tx);
+    assertWindows(response);
+    return this.#written(completion.finish('TERMINAL_FAILURE', fence, response, this.#clock), tx);
   }
 
   /**
-   * Releases the key for the next claim. The record may be deleted `DEFAULT_RETENTION_MS` after
-   * the release if no one claims it again.
+   * Releases the key for the next claim, fenced like `complete`. The record may be deleted
+   * `DEFAULT_RETENTION_MS` after the release if no one claims it again.
    */
   async release(
     fence: Fence,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    const clock = this.#clock;
-    const rows = await this.#runner(tx)
-      .update(idemRecords)
-      .set({
-        state: 'RETRYABLE_FAILURE',
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        purgeAfter: sql`${clock} + ${milliseconds(DEFAULT_RETENTION_MS)}`,
-        updatedAt: clock,
-      })
-      .where(stillOwned(fence))
-      .returning({ id: idemRecords.id });
-    return rows.length > 0;
-  }
-
-  /**
-   * Stores an outcome for replay, fenced: only the owner of `fence.version`, while the record is
-   * still IN_PROGRESS, writes. A worker whose lease was taken over matches no row (the takeover
-   * bumped the version) and gets `false`.
-   */
-  async #finish(
-    state: 'COMPLETED' | 'TERMINAL_FAILURE',
-    fence: Fence,
-    response: StoredResponse,
-    tx: PgTransaction<TQueryResult, TFullSchema, TSchema> | undefined,
-  ): Promise<boolean> {
-    assertWindows(response);
-    const clock = this.#clock;
-    const rows = await this.#runner(tx)
-      .update(idemRecords)
-      .set({
-        state,
-        responseStatus: response.status,
-        responseBody: response.body,
-        completedAt: clock,
-        replayExpiresAt: sql`${clock} + ${milliseconds(response.replayWindowMs)}`,
-        purgeAfter: sql`${clock} + ${milliseconds(response.retentionMs)}`,
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        updatedAt: clock,
-      })
-      .where(stillOwned(fence))
-      .returning({ id: idemRecords.id });
-    return rows.length > 0;
+    return this.#written(completion.release(fence, this.#clock), tx);
   }
 
   async saveSteps(
@@ -330,15 +285,12 @@ export class DrizzleIdempotencyStore<
   }
 
   async listAudit(recordId: string): Promise<AuditEntry[]> {
-    const rows = await executeRows<operator.AuditRow>(
-      this.#statements(),
-      operator.selectAudit(recordId),
-    );
-    return rows.map(operator.toAuditEntry);
+    const rows = await executeRows<audit.AuditRow>(this.#statements(), audit.selectAudit(recordId));
+    return rows.map(audit.toAuditEntry);
   }
 
   async eraseScope(scope: string): Promise<number> {
-    return this.#count(operator.eraseScope(scope, this.#clock));
+    return this.#count(erasure.eraseScope(scope, this.#clock));
   }
 
   /** Runs a fenced write returning the id it wrote: whether the fence held. */
@@ -395,17 +347,4 @@ export class DrizzleIdempotencyStore<
       throw error;
     }
   }
-
-  #runner(tx: PgTransaction<TQueryResult, TFullSchema, TSchema> | undefined) {
-    return tx ?? this.#db;
-  }
-}
-
-/** The fence of every owner's write: the same record, the same version, still in progress. */
-function stillOwned(fence: Fence): SQL | undefined {
-  return and(
-    eq(idemRecords.id, BigInt(recordId(fence.id))),
-    eq(idemRecords.version, fence.version),
-    eq(idemRecords.state, 'IN_PROGRESS'),
-  );
 }

@@ -1,12 +1,12 @@
 import {
   DEFAULT_RETENTION_MS,
-  type AuditEntry,
   type Fence,
   type Resolution,
   type StoredResponse,
 } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { assertWindows, recordId } from './assertMilliseconds.js';
+import { storedOutcome } from './completionStatements.js';
 import { milliseconds } from './databaseClock.js';
 import { recordProjection } from './recordProjection.js';
 import { idemAudit, idemRecords } from './schema.js';
@@ -38,29 +38,6 @@ import { idemAudit, idemRecords } from './schema.js';
 const RESOLVABLE = sql.raw(
   `'PENDING', 'IN_PROGRESS', 'OUTCOME_UNKNOWN', 'NEEDS_RECONCILIATION', 'RETRYABLE_FAILURE'`,
 );
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Whether `operationId` can be one (a uuid): anything else finds no record. */
-export function isOperationId(operationId: string): boolean {
-  return UUID.test(operationId);
-}
-
-/** A record by operation id, live or superseded. */
-export function selectByOperationId(operationId: string, clock: SQL): SQL {
-  return sql`SELECT ${recordProjection('o', clock)}
-    FROM ${idemRecords} AS o
-    WHERE o.operation_id = ${operationId}::uuid`;
-}
-
-/** The columns a stored outcome sets, as `fail` and `complete` set them. */
-function storedOutcome(response: StoredResponse, clock: SQL): SQL {
-  return sql`response_status = ${response.status}::integer,
-    response_body = ${response.body}::text,
-    completed_at = ${clock},
-    replay_expires_at = ${clock} + ${milliseconds(response.replayWindowMs)},
-    purge_after = ${clock} + ${milliseconds(response.retentionMs)}`;
-}
 
 /**
  * Cancels unchanged, cancelable work: stores `response` as a TERMINAL_FAILURE, bumps the version
@@ -167,72 +144,4 @@ export function resolve(fence: Fence, resolution: Resolution, clock: SQL): SQL {
       RETURNING id
     )
     SELECT count(*)::integer AS n FROM audited`;
-}
-
-/** The audit rows of a record, oldest first. */
-export function selectAudit(id: string): SQL {
-  return sql`SELECT a.id::text AS id,
-      a.record_id::text AS record_id,
-      a.operation_id::text AS operation_id,
-      a.actor, a.action, a.from_state, a.to_state, a.from_version, a.note,
-      (extract(epoch from a.at) * 1000)::float8 AS at
-    FROM ${idemAudit} AS a
-    WHERE a.record_id = ${recordId(id)}::bigint
-    ORDER BY a.id`;
-}
-
-/** A row of {@link selectAudit}. */
-export interface AuditRow {
-  id: string;
-  record_id: string;
-  operation_id: string;
-  actor: string;
-  action: string;
-  from_state: string;
-  to_state: string;
-  from_version: number;
-  note: string;
-  at: number;
-}
-
-export function toAuditEntry(row: AuditRow): AuditEntry {
-  return {
-    id: row.id,
-    recordId: row.record_id,
-    operationId: row.operation_id,
-    actor: row.actor,
-    action: row.action,
-    fromState: row.from_state,
-    toState: row.to_state,
-    fromVersion: row.from_version,
-    note: row.note,
-    at: new Date(Math.floor(row.at)),
-  };
-}
-
-/**
- * Clears what a scope's records hold about the user (response body, input, steps) on live and
- * superseded rows, and stamps `erased_at`. Keeps the rest: the key hash, fingerprint, state and
- * operation id still de-duplicate a late retry, and the response status still answers it.
- *
- * One UPDATE, unbounded: it locks every row of the scope until it commits (a retry of one of the
- * scope's keys waits that long). A row already erased with nothing to clear is not counted again.
- * Live rows are found through `idem_records_live_key_unique`, superseded ones through
- * `idem_records_superseded_scope_idx`. Returns one row: `n`, how many rows it erased.
- */
-export function eraseScope(scope: string, clock: SQL): SQL {
-  return sql`WITH erased AS (
-      UPDATE ${idemRecords} AS r
-      SET response_body = NULL, input_text = NULL, steps = NULL, erased_at = ${clock}
-      WHERE ((r.scope = ${scope}::text AND r.superseded_at IS NULL)
-          OR (r.scope = ${scope}::text AND r.superseded_at IS NOT NULL))
-        AND (
-          r.erased_at IS NULL
-          OR r.response_body IS NOT NULL
-          OR r.input_text IS NOT NULL
-          OR r.steps IS NOT NULL
-        )
-      RETURNING r.id
-    )
-    SELECT count(*)::integer AS n FROM erased`;
 }

@@ -1,6 +1,7 @@
 import { DEFAULT_MAX_TAKEOVERS, type Fence, type ReconciliationReason } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { recordId } from './assertMilliseconds.js';
+import { stillOwned } from './completionStatements.js';
 import { milliseconds } from './databaseClock.js';
 import { recordProjection } from './recordProjection.js';
 import { idemRecords } from './schema.js';
@@ -57,13 +58,6 @@ import { idemRecords } from './schema.js';
  * Clearing `takeover_after` when the call's result is recorded (`callSettled: true`) re-opens
  * takeovers at the lease's end, as for any other step.
  */
-
-/** The fence of an owner's write, for the table aliased `r`. */
-function stillOwned(fence: Fence): SQL {
-  return sql`r.id = ${recordId(fence.id)}::bigint
-    AND r.version = ${fence.version}::integer
-    AND r.state = 'IN_PROGRESS'`;
-}
 
 /** No external call of the record can still be in flight (see the top of the file). */
 export function callSettled(alias: string, clock: SQL): SQL {

@@ -1,0 +1,36 @@
+/** Error codes of a database that cannot be reached: the driver's, the socket's, PostgreSQL's. */
+const UNREACHABLE_CODES = new Set([
+  // postgres.js
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  // the socket
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now (class 08 below)
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+
+/**
+ * Whether `error`, or an error it wraps, says the database could not be reached or went away
+ * (a connection refused, closed or timed out; SQLSTATE class 08; a server shutting down or
+ * starting up). A handler that failed that way failed with the store: its answer is the store's
+ * 503 with Retry-After, not a 500 that a client would not retry.
+ */
+export function isDatabaseUnreachable(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    const code = 'code' in current ? current.code : undefined;
+    if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) {
+      return true;
+    }
+    current = 'cause' in current ? current.cause : undefined;
+  }
+  return false;
+}

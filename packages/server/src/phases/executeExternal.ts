@@ -1,0 +1,172 @@
+import { inProgress, reject, storeUnavailable } from '../errors/idemErrors.js';
+import { TRPCError } from '@trpc/server';
+import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
+import { acceptedResponse } from '../replay/acceptedResponse.js';
+import { answerExisting } from '../replay/answerExisting.js';
+import { classifyHandlerFailure } from './classifyHandlerFailure.js';
+import { claimWithTelemetry } from './claimWithTelemetry.js';
+import { emitExecuted } from './emitExecuted.js';
+import type { IdemJob, NextResult } from '../request/IdemJob.js';
+import { PhasedExecution } from './PhasedExecution.js';
+import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
+import { storeResult } from './storeResult.js';
+import { refuseWhenQueueFull } from '../workers/workerPool.js';
+
+/**
+ * External mode, for handlers with side effects outside the database (a charge, an email):
+ *
+ *   1. claim, committed at once: IN_PROGRESS, a lease, a stable operation id, version v, and the
+ *      input the completer needs to resume;
+ *   2. the handler runs outside any transaction, in steps (`ctx.idem.phase`, `ctx.idem.external`)
+ *      whose recovery points commit as they finish; a retry or the completer starts the handler
+ *      again and every committed step returns its recorded result instead of running again;
+ *   3. the outcome is written only `WHERE id = ? AND version = v`: if the lease ran out and another
+ *      worker took the key over (version v+1), this write matches no row and the result is
+ *      discarded, never written over the new owner's.
+ *
+ * A duplicate arriving during step 2 sees IN_PROGRESS and gets 409 with Retry-After.
+ */
+export async function executeExternal(job: IdemJob): Promise<NextResult> {
+  const store = job.runtime.store;
+  const started = Date.now();
+  let record: RecoveryRecord;
+  let takeover: boolean;
+  if (job.resume) {
+    // The completer already took the record over (version bumped, lease ours).
+    record = job.resume;
+    takeover = true;
+  } else {
+    if (job.claim.pending) await refuseWhenQueueFull(job);
+    let claim;
+    try {
+      claim = await claimWithTelemetry(job);
+    } catch (error) {
+      throw storeUnavailable(job, error);
+    }
+    if (claim.kind === 'busy') throw inProgress(job);
+    if (claim.kind === 'existing') {
+      if (claim.reconciled) {
+        // The poison cap: this claim's takeover handed the record to an operator.
+        job.runtime.telemetry.reconciliation(claim.reconciled, job.claim.procedure);
+      }
+      return answerExisting(job, claim.record);
+    }
+    record = claim.record as RecoveryRecord;
+    takeover = claim.takeover;
+    // Queued: a worker of the pool runs it (workerPool.ts).
+    if (record.state === 'PENDING') return acceptedResponse(job, record.operationId, 'PENDING');
+  }
+  if (record.erasedAt && record.irreversibleAt && record.steps === null) {
+    // The user's data was erased while an external call may already have happened: its recorded
+    // intent is gone, so nothing can tell a re-run from a duplicate. Never re-run blind.
+    const fence = { id: record.id, version: record.version };
+    if (await store.markUnsettled(fence, 'NEEDS_RECONCILIATION', 'erased_after_call')) {
+      job.runtime.telemetry.reconciliation('erased_after_call', job.claim.procedure);
+    }
+    throw reject(
+      job,
+      'IDEMPOTENCY_OUTCOME_UNKNOWN',
+      'this operation was erased after an external call began; an operator must reconcile it',
+      { operationId: record.operationId },
+    );
+  }
+  if (job.options.respond === 'accepted' && !job.resume) {
+    // Long-running work: answer 202 now; the work goes on under the lease. If this process dies,
+    // the completer resumes it from its recovery point. Its outcome reaches the event hook.
+    void runClaimed(job, record, takeover, started).catch(() => undefined);
+    return acceptedResponse(job, record.operationId, 'IN_PROGRESS');
+  }
+  return runClaimed(job, record, takeover, started);
+}
+
+/** Runs the handler as the record's owner and writes its outcome, fenced by version. */
+async function runClaimed(
+  job: IdemJob,
+  record: RecoveryRecord,
+  takeover: boolean,
+  started: number,
+): Promise<NextResult> {
+  const store = job.runtime.store;
+  const fence = { id: record.id, version: record.version };
+  const phased = new PhasedExecution(job, store, fence, record.operationId, record);
+  const result = await job.next({
+    ...job.execution,
+    operationId: record.operationId,
+    executions: record.attempts,
+    recoveryPoint: phased.recoveryPoint,
+    phase: phased.phase.bind(phased),
+    external: phased.external.bind(phased),
+    heartbeat: phased.heartbeat.bind(phased),
+  });
+  if (phased.lost) {
+    // Another worker owns the key now: whatever this attempt produced is discarded.
+    emitExecuted(job, record.operationId, 'discarded', takeover, started);
+    throw inProgress(job, record.operationId);
+  }
+  const windows = {
+    replayWindowMs: job.options.replayWindowMs,
+    retentionMs: job.options.retentionMs,
+  };
+
+  let written: boolean;
+  let outcome: 'completed' | 'failed' | 'released' | 'unsettled';
+  try {
+    if (result.ok) {
+      outcome = 'completed';
+      const body = storeResult(result.data, job.options.replay, job.runtime.serializer);
+      written = await store.complete(fence, { status: 200, body, ...windows });
+    } else if (phased.unsettled) {
+      // An external call may have happened: never release the key for a blind re-run.
+      outcome = 'unsettled';
+      written = await store.markUnsettled(fence, phased.unsettled, phased.unsettledReason);
+      if (written && phased.unsettled === 'NEEDS_RECONCILIATION') {
+        job.runtime.telemetry.reconciliation(
+          phased.unsettledReason ?? 'no_lookup',
+          job.claim.procedure,
+        );
+      }
+    } else {
+      const failure = classifyHandlerFailure(result.error, job.options.failures);
+      if (failure.kind === 'deterministic') {
+        outcome = 'failed';
+        const body = serializeFailure(result.error);
+        written = await store.fail(fence, { status: failure.status, body, ...windows });
+      } else {
+        outcome = 'released';
+        written = await store.release(fence);
+      }
+    }
+  } catch (error) {
+    // The side effect may have happened; the record stays IN_PROGRESS under its lease, and its
+    // committed steps make the retry (or the completer) resume without repeating a call.
+    throw storeUnavailable(job, error);
+  }
+  if (!written) {
+    emitExecuted(job, record.operationId, 'discarded', takeover, started);
+    throw inProgress(job, record.operationId);
+  }
+  emitExecuted(job, record.operationId, outcome, takeover, started);
+  if (outcome === 'failed' && !result.ok) {
+    // Stored: answered exactly as every replay will be.
+    return { ok: false, error: storedFailureError(result.error), marker: result.marker };
+  }
+  const unsettled = result.ok ? null : phased.unsettled;
+  if (unsettled === 'NEEDS_RECONCILIATION') {
+    throw reject(
+      job,
+      'IDEMPOTENCY_OUTCOME_UNKNOWN',
+      'an external call timed out and cannot be looked up; an operator must reconcile it before anything runs again',
+      { operationId: record.operationId },
+    );
+  }
+  if (unsettled === 'OUTCOME_UNKNOWN') {
+    // Retryable: the next attempt asks the remote system before it calls again.
+    throw reject(
+      job,
+      'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING',
+      'an external call timed out; retry with the same key: it will be looked up first',
+      { retryAfterMs: job.runtime.inProgressRetryAfterMs, operationId: record.operationId },
+    );
+  }
+  return result;
+}

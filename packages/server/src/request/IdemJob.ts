@@ -1,0 +1,73 @@
+import type { TRPCError } from '@trpc/server';
+import type {
+  ClaimInput,
+  ExecutionMode,
+  FailurePolicy,
+  RecoveryRecord,
+  RecoveryStore,
+} from '@idem/contract';
+import type { IdemRequest } from './idemContext.js';
+import type { IdemExecution } from './IdemExecution.js';
+import type { IdemEventBase, IdemServerEvent } from '../telemetry/IdemServerEvent.js';
+import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
+import type { ResultSerializer } from '../replay/ResultSerializer.js';
+import type { TextCipher } from '../replay/aesGcmCipher.js';
+import type { IdemTelemetry } from '../telemetry/idemTelemetry.js';
+import type { ProcedureWindowRegistry } from './procedureWindows.js';
+
+/** Per-procedure settings after defaults were applied (configured once per procedure). */
+export interface ResolvedProcedureOptions {
+  mode: ExecutionMode;
+  replayWindowMs: number;
+  retentionMs: number;
+  leaseMs: number;
+  lockTimeoutMs: number;
+  failures: FailurePolicy;
+  scopeSuffix: string | undefined;
+  respond: 'result' | 'accepted';
+  replay: ReplayStrategy;
+}
+
+/** Settings of one `createIdempotency` (configured once per app). */
+export interface IdemRuntime {
+  store: RecoveryStore<unknown>;
+  serializer: ResultSerializer;
+  owner: string;
+  inProgressRetryAfterMs: number;
+  /** The poison cap of takeovers (claims and the completer). */
+  maxTakeovers: number;
+  inputCipher: TextCipher | null;
+  telemetry: IdemTelemetry;
+  /** Accepted work is queued (PENDING) for a worker pool when set; null: it starts at once. */
+  queue: { maxDepth: number; retryAfterMs: number } | null;
+  /** Paths of accepted procedures seen (requests, worker pools): the queue's depth counts them. */
+  acceptedPaths: Set<string>;
+  /** The secret key hashes are keyed with, and the previous ones checked on claim. */
+  keySecrets: { current: string; previous: readonly string[] };
+  /** Each procedure's replay window and retention, for writes outside a request (cancel). */
+  windows: ProcedureWindowRegistry;
+  emit(event: IdemServerEvent): void;
+}
+
+/** What a middleware `next()` resolves to; idem passes it through or builds one for a replay. */
+export type NextResult =
+  | { ok: true; data: unknown; marker: unknown; ctx?: unknown }
+  | { ok: false; error: TRPCError; marker: unknown };
+
+/** One request on an idempotent procedure (per request). */
+export interface IdemJob {
+  runtime: IdemRuntime;
+  options: ResolvedProcedureOptions;
+  request: IdemRequest;
+  claim: ClaimInput;
+  /** The parsed input, fingerprinted and (external mode) stored for the completer. */
+  input: unknown;
+  /** The request's context (after authentication): reference replays rebuild as this caller. */
+  ctx: unknown;
+  /** Set when the completer resumes a record it took over: no claim, the record is ours. */
+  resume: RecoveryRecord | null;
+  execution: Omit<IdemExecution, 'operationId' | 'executions'>;
+  event: Omit<IdemEventBase, 'operationId'>;
+  /** Runs the rest of the procedure with `ctx.idem` set. */
+  next(idem: object): Promise<NextResult>;
+}

@@ -1,0 +1,214 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import {
+  ATTEMPT_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+  REQUEST_ID_HEADER,
+  TIMEOUT_HEADER,
+  type IdemMeta,
+  type RecoveryRecord,
+} from '@idem/contract';
+import { idemTRPCError } from '../errors/IdemRequestError.js';
+
+/**
+ * What idem reads from one HTTP request, and the response headers it wants set. Built once per
+ * request by {@link idemContext} in your `createContext`.
+ */
+export interface IdemRequest {
+  /** Every value of the `Idempotency-Key` header, in order (several headers are refused). */
+  readonly keyValues: readonly string[];
+  /** The per-attempt `X-Request-Id`, if sent. */
+  readonly requestId: string | null;
+  /** The `Idempotency-Attempt` number, if sent and well-formed. */
+  readonly attempt: number | null;
+  /** Milliseconds of the caller's overall deadline left when the attempt was sent, if sent. */
+  readonly timeoutMs: number | null;
+  /**
+   * True when the request is a tRPC batch (`?batch=1`): an idempotent mutation in it is refused
+   * with 400 `IDEMPOTENCY_BATCH_REFUSED`. Read from `info` or, for a node request, its URL.
+   */
+  readonly batch?: boolean;
+  /** `Date.now()` when the request reached `createContext`; anchors {@link timeoutMs}. */
+  readonly receivedAt: number;
+  /**
+   * What idem asks of the response: headers, and a status for 202 answers. Written straight to
+   * the response when {@link idemContext} got the adapter's options; else
+   * {@link idemResponseMeta} applies them.
+   */
+  readonly response: IdemResponse;
+  /**
+   * Set only by the completer: the record it took over, to resume without a claim. Never set it
+   * from a request.
+   */
+  readonly resume?: RecoveryRecord;
+}
+
+/** The part of your tRPC context idem needs. Spread {@link idemContext}'s result into yours. */
+export interface IdemContext {
+  idemRequest: IdemRequest;
+}
+
+/** The headers and status idem asks of one response. */
+export interface IdemResponse {
+  headers: Map<string, string>;
+  status?: number;
+  /**
+   * Which of them already went straight to the response (set by {@link idemContext} when it got
+   * the adapter's options), so {@link idemResponseMeta} does not send them twice.
+   */
+  readonly written?: { headers: boolean; status: boolean };
+}
+
+/** Request headers as either tRPC adapter hands them out. */
+export type IdemHeaderSource = Headers | IncomingMessage | IncomingHttpHeaders;
+
+/** The part of tRPC's `createContext` `info` idem reads (`TRPCRequestInfo`). */
+export interface IdemRequestInfo {
+  isBatchCall: boolean;
+  calls: readonly { path: string; procedure?: unknown }[];
+}
+
+/**
+/**
+ * The options tRPC passes to `createContext`: `{ req, res, info }` from the standalone, node-http
+ * and express adapters, `{ req, resHeaders, info }` from the fetch adapter. Given these, idem
+ * writes its response headers itself and refuses batches that hold an idempotent mutation.
+ */
+export type IdemAdapterOptions = (
+  { req: IncomingMessage; res: ServerResponse } | { req: Request; resHeaders: Headers }
+) & { info?: IdemRequestInfo };
+
+/** What {@link idemContext} reads: the adapter's `createContext` options (best), or the request. */
+export type IdemContextSource = IdemAdapterOptions | IdemHeaderSource;
+
+/**
+ * Reads idem's request headers for your `createContext`. Pass the adapter's options as they come:
+ * idem then sets `Idempotent-Replayed` and `Retry-After` on the response itself (and the 202 of
+ * accepted work, on node), with no `responseMeta` needed, and a batch (`?batch=1`) that calls an
+ * idempotent mutation is refused whole, before any of its items runs (this function throws 400
+ * `IDEMPOTENCY_BATCH_REFUSED`, from the options' `info`).
+ *
+ * @example
+ * // standalone / node-http / express adapters, and the fetch adapter alike
+ * createContext: (opts) => ({ ...idemContext(opts), user: await auth(opts.req) })
+ *
+ * Other adapters (fastify, lambda): pass the request or its headers and tRPC's `info` as the
+ * second argument, and add `responseMeta: idemResponseMeta`, which then carries idem's headers.
+ * Without `info`, idem still refuses the idempotent items of a batch it recognises (from a
+ * request's URL), but the other items run.
+ */
+export function idemContext(source: IdemContextSource, info?: IdemRequestInfo): IdemContext {
+  const adapter = adapterOptions(source);
+  const headers: IdemHeaderSource = adapter
+    ? adapter.req.headers instanceof Headers
+      ? adapter.req.headers
+      : (adapter.req as IncomingMessage)
+    : (source as IdemHeaderSource);
+  const requestInfo = info ?? adapter?.info;
+  const batch = requestInfo ? requestInfo.isBatchCall : isBatchUrl(adapter ? adapter.req : headers);
+  if (requestInfo?.isBatchCall) {
+    const keyed = requestInfo.calls.filter((call) => isIdempotentMutation(call.procedure));
+    if (keyed.length > 0) {
+      throw idemTRPCError(
+        'IDEMPOTENCY_BATCH_REFUSED',
+        `${keyed.map((call) => call.path).join(', ')}: idempotent mutations are sent alone, not in a batch (?batch=1); nothing in this batch ran`,
+      );
+    }
+  }
+  const read = headerReader(headers);
+  const attempt = toInteger(read(ATTEMPT_HEADER)[0]);
+  const timeout = toInteger(read(TIMEOUT_HEADER)[0]);
+  return {
+    idemRequest: {
+      keyValues: read(IDEMPOTENCY_KEY_HEADER),
+      requestId: read(REQUEST_ID_HEADER)[0] ?? null,
+      attempt: attempt !== null && attempt >= 1 ? attempt : null,
+      timeoutMs: timeout !== null && timeout >= 0 ? timeout : null,
+      batch,
+      receivedAt: Date.now(),
+      response: adapter ? writeThrough(adapter) : { headers: new Map() },
+    },
+  };
+}
+
+/** A procedure of the router whose meta declares idempotency (tRPC's `_def`, read-only). */
+function isIdempotentMutation(procedure: unknown): boolean {
+  const def = (procedure as { _def?: { type?: unknown; meta?: IdemMeta } } | null | undefined)
+    ?._def;
+  return def?.type === 'mutation' && def.meta?.idempotency !== undefined;
+}
+
+/** For a node request: does its URL ask for a batch? Unknown (false) for bare headers. */
+function isBatchUrl(source: unknown): boolean {
+  const url = (source as { url?: unknown }).url;
+  if (typeof url !== 'string') return false;
+  const query = url.indexOf('?');
+  return query >= 0 && new URLSearchParams(url.slice(query + 1)).get('batch') === '1';
+}
+
+function adapterOptions(source: IdemContextSource): IdemAdapterOptions | null {
+  if (typeof Headers !== 'undefined' && source instanceof Headers) return null;
+  const candidate = source as Partial<Record<'req' | 'res' | 'resHeaders', unknown>>;
+  if (typeof candidate.req !== 'object' || candidate.req === null) return null;
+  if (typeof Headers !== 'undefined' && candidate.resHeaders instanceof Headers) {
+    return source as IdemAdapterOptions;
+  }
+  const res = candidate.res as Partial<ServerResponse> | undefined;
+  return typeof res?.setHeader === 'function' ? (source as IdemAdapterOptions) : null;
+}
+
+/**
+ * A response whose headers (and, on node, status) go straight to the adapter's response. Node:
+ * tRPC keeps a status a procedure set (it only replaces 200). Fetch: `resHeaders` are merged into
+ * the response; its status needs `responseMeta`.
+ */
+function writeThrough(adapter: IdemAdapterOptions): IdemResponse {
+  const node = 'res' in adapter ? adapter.res : null;
+  const fetchHeaders = 'resHeaders' in adapter ? adapter.resHeaders : null;
+  class WriteThroughHeaders extends Map<string, string> {
+    override set(name: string, value: string): this {
+      if (node && !node.headersSent) node.setHeader(name, value);
+      fetchHeaders?.set(name, value);
+      return super.set(name, value);
+    }
+  }
+  let status: number | undefined;
+  return {
+    headers: new WriteThroughHeaders(),
+    get status() {
+      return status;
+    },
+    set status(value) {
+      status = value;
+      if (node && value !== undefined && !node.headersSent) node.statusCode = value;
+    },
+    written: { headers: true, status: node !== null },
+  };
+}
+
+function headerReader(source: IdemHeaderSource): (name: string) => string[] {
+  if (typeof Headers !== 'undefined' && source instanceof Headers) {
+    // Fetch joins repeated headers with ", ". A valid key never contains a space, so a joined
+    // value splits back into the separate headers; a lone key with ", " is invalid either way.
+    return (name) => {
+      const value = source.get(name);
+      return value === null ? [] : value.split(', ');
+    };
+  }
+  if ('headersDistinct' in source && typeof source.headersDistinct === 'object') {
+    const distinct = source.headersDistinct as Record<string, string[] | undefined>;
+    return (name) => distinct[name.toLowerCase()] ?? [];
+  }
+  const headers = (
+    'headers' in source && typeof source.headers === 'object' ? source.headers : source
+  ) as IncomingHttpHeaders;
+  return (name) => {
+    const value = headers[name.toLowerCase()];
+    if (value === undefined) return [];
+    return Array.isArray(value) ? value : value.split(', ');
+  };
+}
+
+function toInteger(value: string | undefined): number | null {
+  if (value === undefined || !/^\d{1,15}$/.test(value)) return null;
+  return Number(value);
+}

@@ -1,0 +1,157 @@
+import { FINGERPRINT_VERSION, parseIdempotencyKey } from '@idem/contract';
+import { idemMisuse, reject, storeUnavailable } from '../errors/idemErrors.js';
+import { isDatabaseUnreachable } from '../errors/isDatabaseUnreachable.js';
+import { executeExternal } from '../phases/executeExternal.js';
+import { executeLocal } from '../phases/executeLocal.js';
+import type { IdemMiddlewareCall } from '../trpc/idemProcedureBuilder.js';
+import { findNul } from './fingerprint.js';
+import { claimFingerprint } from './claimFingerprint.js';
+import { claimKeyHash, hashIdempotencyKey } from './keyHash.js';
+import type { IdemContext } from './idemContext.js';
+import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
+
+/** The scope a key is claimed in: the caller's scope, then the procedure's suffix if it has one. */
+export function composeScope(base: string, suffix: string | undefined): string {
+  return suffix ? `${base}:${suffix}` : base;
+}
+
+/**
+ * One request on an idempotent procedure, from idem's middleware to its answer (per request):
+ * prepare the job, run it in the procedure's mode, and turn a handler that failed with the
+ * database into the store's 503.
+ */
+export async function runRequest<TContext extends IdemContext>(
+  runtime: IdemRuntime,
+  options: ResolvedProcedureOptions,
+  scopeOf: (ctx: TContext) => string | Promise<string>,
+  call: IdemMiddlewareCall<TContext, never>,
+): Promise<NextResult> {
+  const job = await prepareJob(runtime, options, scopeOf, call);
+  const execute = options.mode === 'local' ? executeLocal : executeExternal;
+  const started = performance.now();
+  try {
+    const result = await execute(job);
+    // The handler failed because the database went away (an outage mid-phase): a 503.
+    if (!result.ok && isDatabaseUnreachable(result.error)) {
+      throw storeUnavailable(job, result.error);
+    }
+    return result;
+  } finally {
+    runtime.telemetry.requestDuration(performance.now() - started, job.claim.procedure);
+  }
+}
+
+const identity = (text: string) => text;
+
+async function prepareJob<TContext extends IdemContext>(
+  runtime: IdemRuntime,
+  options: ResolvedProcedureOptions,
+  scopeOf: (ctx: TContext) => string | Promise<string>,
+  opts: IdemMiddlewareCall<TContext, never>,
+): Promise<IdemJob> {
+  const { ctx, path, type, input } = opts;
+  runtime.windows.seen(path, options);
+  if (options.respond === 'accepted') runtime.acceptedPaths.add(path);
+  if (type !== 'mutation') {
+    throw idemMisuse.notAMutation(path, type);
+  }
+  const request = ctx.idemRequest;
+  if (!request) {
+    throw idemMisuse.missingIdemRequest();
+  }
+  const base = await scopeOf(ctx);
+  if (typeof base !== 'string' || base.length === 0) {
+    throw idemMisuse.noScope(path);
+  }
+  const scope = composeScope(base, options.scopeSuffix);
+  const resume = request.resume ?? null;
+  if (resume && (resume.scope !== scope || resume.procedure !== path)) {
+    throw idemMisuse.resumeScopeMismatch(path, resume.id);
+  }
+  // The completer resumes a record by id; it has no key, only the key's hash.
+  const parsed = resume
+    ? ({ ok: true, keyHash: resume.keyHash } as const)
+    : parseIdempotencyKey(request.keyValues);
+  let keyHash = parsed.ok
+    ? 'keyHash' in parsed
+      ? parsed.keyHash
+      : hashIdempotencyKey(parsed.key, runtime.keySecrets.current, scope)
+    : '';
+  const event = { procedure: path, scope, keyHash, requestId: request.requestId };
+
+  const refusing = { runtime, event, request };
+  if (!parsed.ok) throw reject(refusing, parsed.reason, parsed.message);
+  if ('key' in parsed && runtime.keySecrets.previous.length > 0) {
+    try {
+      keyHash = await claimKeyHash(runtime.store, runtime.keySecrets, {
+        scope,
+        procedure: path,
+        key: parsed.key,
+      });
+    } catch (error) {
+      throw storeUnavailable(refusing, error);
+    }
+    event.keyHash = keyHash;
+  }
+  if (request.batch) {
+    throw reject(
+      refusing,
+      'IDEMPOTENCY_BATCH_REFUSED',
+      `${path} is idempotent: send it alone, not in a batch (?batch=1)`,
+    );
+  }
+  // Before the claim: PostgreSQL refuses NUL in text, and the claim may store the input.
+  const nulAt = resume ? null : findNul(input);
+  if (nulAt)
+    throw reject(
+      refusing,
+      'IDEMPOTENCY_INPUT_UNSTORABLE',
+      `the input holds U+0000 (NUL) at ${nulAt}`,
+    );
+
+  const checked = claimFingerprint(
+    input,
+    options.mode === 'external' && !resume,
+    runtime.serializer,
+  );
+  if (!checked.ok) throw reject(refusing, 'IDEMPOTENCY_INPUT_UNSTORABLE', checked.message);
+  const storedInput =
+    options.mode === 'external'
+      ? (runtime.inputCipher?.encrypt ?? identity)(
+          checked.storedText ?? runtime.serializer.serialize(input),
+        )
+      : null;
+  return {
+    runtime,
+    options,
+    request,
+    input,
+    ctx,
+    resume: request.resume ?? null,
+    claim: {
+      input: storedInput,
+      scope,
+      procedure: path,
+      keyHash,
+      fingerprint: checked.fingerprint,
+      fingerprintVersion: FINGERPRINT_VERSION,
+      leaseMs: options.leaseMs,
+      owner: runtime.owner,
+      maxTakeovers: runtime.maxTakeovers,
+      pending: options.respond === 'accepted' && runtime.queue !== null,
+    },
+    execution: {
+      keyHash,
+      scope,
+      procedure: path,
+      requestId: request.requestId,
+      clientAttempt: request.attempt,
+      remainingMs: () =>
+        request.timeoutMs === null
+          ? null
+          : Math.max(0, request.timeoutMs - (Date.now() - request.receivedAt)),
+    },
+    event,
+    next: opts.next as IdemJob['next'],
+  };
+}

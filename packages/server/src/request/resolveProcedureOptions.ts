@@ -1,0 +1,56 @@
+import {
+  DEFAULT_LEASE_MS,
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_REPLAY_WINDOW_MS,
+  DEFAULT_RETENTION_MS,
+  idempotencyOptionsSchema,
+  type IdempotencyOptions,
+} from '@idem/contract';
+import type { IdemProcedureOptions } from '../createIdempotency.js';
+import { stepsNeedInputCipher } from '../phases/stepResultCodec.js';
+import type { IdemRuntime, ResolvedProcedureOptions } from './IdemJob.js';
+
+/**
+ * One procedure's options with the app's defaults and idem's applied, checked once when the
+ * procedure is built (per procedure): a misconfigured procedure fails at start-up, not per call.
+ * Returns the merged options as they go into the procedure's meta, and their resolved form.
+ */
+export function resolveProcedureOptions(
+  runtime: IdemRuntime,
+  defaults: IdempotencyOptions,
+  procedureOptions: IdemProcedureOptions,
+): { meta: IdempotencyOptions; resolved: ResolvedProcedureOptions } {
+  const { replay = { kind: 'full' }, ...rest } = procedureOptions;
+  const merged = idempotencyOptionsSchema.parse({ ...defaults, ...rest, replay: replay.kind });
+  const resolved: ResolvedProcedureOptions = {
+    mode: merged.mode ?? 'local',
+    replayWindowMs: merged.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
+    retentionMs: merged.retentionMs ?? DEFAULT_RETENTION_MS,
+    leaseMs: merged.leaseMs ?? DEFAULT_LEASE_MS,
+    lockTimeoutMs: merged.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    failures: merged.failures ?? 'deterministic',
+    scopeSuffix: merged.scopeSuffix,
+    respond: merged.respond ?? 'result',
+    replay,
+  };
+  if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
+    throw new TypeError(
+      "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
+    );
+  }
+  if (resolved.retentionMs < resolved.replayWindowMs) {
+    throw new TypeError(
+      `idem: retentionMs (${resolved.retentionMs}) must be at least replayWindowMs (${resolved.replayWindowMs})`,
+    );
+  }
+  if (
+    resolved.mode === 'external' &&
+    stepsNeedInputCipher(replay.kind) &&
+    runtime.inputCipher === null
+  ) {
+    throw new TypeError(
+      `idem: an external-mode procedure with replay '${replay.kind}' keeps its step results sealed; pass inputCipher (e.g. aesGcmCipher(key)) to createIdempotency`,
+    );
+  }
+  return { meta: merged, resolved };
+}

@@ -1,0 +1,110 @@
+import { initTRPC, lazy } from '@trpc/server';
+import { z } from 'zod';
+import type { IdemMeta, RecoveryStore } from '@idem/contract';
+import { describe, expect, it } from 'vitest';
+import { assertRouterDecided, auditRouter } from './auditRouter.js';
+import { createIdempotency } from '../createIdempotency.js';
+import type { IdemContext } from '../request/idemContext.js';
+import { retryUnsafe } from './retryUnsafe.js';
+
+type Ctx = IdemContext & { account: string };
+const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
+// The audit reads procedure meta only; it never calls the store.
+const store = {} as RecoveryStore<unknown>;
+const idem = createIdempotency({
+  keySecret: 'k'.repeat(32),
+  store,
+  scope: (ctx: Ctx) => ctx.account,
+});
+
+const router = t.router({
+  orders: t.router({
+    create: t.procedure.concat(idem.procedure()).mutation(() => 1),
+    cancel: t.procedure.concat(retryUnsafe('cancels downstream on every call')).mutation(() => 1),
+    rename: t.procedure.mutation(() => 1),
+    list: t.procedure.query(() => []),
+  }),
+  mail: t.router({
+    send: t.procedure.concat(idem.procedure({ mode: 'external' })).mutation(() => 1),
+  }),
+});
+
+describe('auditRouter', () => {
+  it('lists every mutation with its decision, and the undecided ones', async () => {
+    expect(await auditRouter(router)).toEqual({
+      mutations: [
+        { path: 'mail.send', decision: 'idempotent' },
+        { path: 'orders.cancel', decision: 'retry-unsafe' },
+        { path: 'orders.create', decision: 'idempotent' },
+        { path: 'orders.rename', decision: 'undecided' },
+      ],
+      undecided: ['orders.rename'],
+      misplaced: [],
+    });
+  });
+
+  it('fails a test on an undecided mutation, naming it', async () => {
+    await expect(assertRouterDecided(router)).rejects.toThrow(/orders\.rename/);
+    await expect(
+      assertRouterDecided(t.router({ a: t.procedure.concat(idem.procedure()).mutation(() => 1) })),
+    ).resolves.toBeUndefined();
+  });
+
+  it('sees the mutations of lazy() routers, nested ones included', async () => {
+    const inner = t.router({ undecided: t.procedure.mutation(() => 1) });
+    const outer = t.router({
+      keyed: t.procedure.concat(idem.procedure()).mutation(() => 1),
+      deeper: lazy(async () => inner),
+    });
+    const app = t.router({ billing: lazy(async () => outer), ok: t.procedure.query(() => 1) });
+    expect(await auditRouter(app)).toMatchObject({
+      mutations: [
+        { path: 'billing.deeper.undecided', decision: 'undecided' },
+        { path: 'billing.keyed', decision: 'idempotent' },
+      ],
+      undecided: ['billing.deeper.undecided'],
+    });
+    await expect(assertRouterDecided(app)).rejects.toThrow(/billing\.deeper\.undecided/);
+  });
+
+  it('reports idem on a query or a subscription, and an .input() after idem', async () => {
+    const app = t.router({
+      read: t.procedure.concat(idem.procedure()).query(() => 1),
+      stream: t.procedure.concat(idem.procedure()).subscription(async function* () {
+        yield 1;
+      }),
+      // A second object input merged in after idem compiles; the audit catches it.
+      merged: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure())
+        .input(z.object({ b: z.string() }))
+        .mutation(() => 1),
+      fine: t.procedure
+        .input(z.object({ a: z.string() }))
+        .input(z.object({ b: z.string() }))
+        .concat(idem.procedure())
+        .mutation(() => 1),
+    });
+    const { misplaced } = await auditRouter(app);
+    expect(misplaced.map((m) => m.path)).toEqual(['merged', 'read', 'stream']);
+    expect(misplaced.find((m) => m.path === 'read')?.problem).toMatch(/on a query/);
+    expect(misplaced.find((m) => m.path === 'stream')?.problem).toMatch(/on a subscription/);
+    expect(misplaced.find((m) => m.path === 'merged')?.problem).toMatch(
+      /put every \.input\(\) first/,
+    );
+    await expect(assertRouterDecided(app)).rejects.toThrow(/read: idem\.procedure\(\) on a query/);
+  });
+
+  it('refuses retryUnsafe without a reason and createIdempotency without a scope', () => {
+    expect(() => retryUnsafe(' ')).toThrow(TypeError);
+    expect(() =>
+      createIdempotency({ keySecret: 'k'.repeat(32), store, scope: undefined as never }),
+    ).toThrow(/scope/);
+  });
+
+  it('refuses a retention shorter than the replay window', () => {
+    expect(() => idem.procedure({ replayWindowMs: 10_000, retentionMs: 5_000 })).toThrow(
+      /retentionMs/,
+    );
+  });
+});

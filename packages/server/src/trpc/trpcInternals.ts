@@ -1,0 +1,23 @@
+/**
+ * The one door to tRPC's internals (`@trpc/server/unstable-core-do-not-import`): nothing else in
+ * `@idem/server` imports that subpath. Its names may change in any tRPC release, so the peer range
+ * of `@trpc/server` is bounded to the minor version the tests ran on, and
+ * `trpc/trpcInternals.test.ts` (the canary) replays through `createCaller` to prove these still
+ * mean what idem relies on. Public alternatives are used wherever tRPC has one:
+ * `TRPCProcedureBuilder` and `TRPCUnsetMarker` from `@trpc/server`, `TRPC_ERROR_CODES_BY_KEY` from
+ * `@trpc/server/rpc`.
+ */
+import type { GetRawInputFn, MiddlewareResult } from '@trpc/server/unstable-core-do-not-import';
+import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+
+/**
+ * The brand tRPC checks on what a middleware returns. idem answers a replay without calling
+ * `next()`, so it builds that result itself, marked like tRPC's own.
+ */
+export const trpcMiddlewareMarker = middlewareMarker;
+
+/** What `next()` takes to replace the raw input of the steps after a middleware. */
+export type TRPCGetRawInputFn = GetRawInputFn;
+
+/** What a middleware returns, typed by the context it adds. */
+export type TRPCMiddlewareResult<TContextOverride> = MiddlewareResult<TContextOverride>;

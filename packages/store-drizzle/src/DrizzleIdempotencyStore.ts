@@ -23,8 +23,7 @@ import { claimKey } from './claimKey.js';
 import * as completion from './completionStatements.js';
 import { selectLive } from './claimStatements.js';
 import { databaseClock } from './databaseClock.js';
-import { executeRows, type StatementRunner } from './executeRows.js';
-import { hasSqlState } from './hasSqlState.js';
+import { executeRows, type StatementRunner, type StatementRunnerFactory } from './executeRows.js';
 import * as audit from './auditRows.js';
 import * as erasure from './erasureStatements.js';
 import * as lookup from './operationLookup.js';
@@ -45,29 +44,12 @@ export interface DrizzleIdempotencyStoreOptions {
    */
   dangerouslyShiftClockMs?: number;
   /**
-   * Run the store's statements as server-side prepared statements (postgres.js), so PostgreSQL
-   * parses and plans them once per connection: a claim costs about a quarter of the database time.
-   * Turn it off behind a pooler in transaction mode that cannot carry prepared statements
-   * (PgBouncer before 1.21). PGlite ignores it. Defaults to true.
-   *
-   * Behind such a pooler the postgres.js client itself must be opened with `prepare: false`:
-   * postgres.js prepares its own `COMMIT`, and a missing prepared `COMMIT` is retried inside the
-   * aborted transaction, where PostgreSQL runs it as a `ROLLBACK` and reports success. Find the
-   * pooler at start-up with `detectTransactionPooler`. As a last resort, when a prepared
-   * statement goes missing (SQLSTATE 26000), the store stops preparing for good, turns off its
-   * postgres.js client's `prepare` option too, and says so once through {@link onWarning}; the
-   * statement that met it fails (inside a transaction) or runs again unprepared (outside one).
+   * How the store runs its raw statements (see `StatementRunnerFactory`): for driver adapters,
+   * `createPostgresJsStore` gives its prepared-statement runner here. Defaults to `db.execute()`
+   * (on `db`, or on the transaction).
    */
-  preparedStatements?: boolean;
-  /**
-   * Where the store reports a condition it worked around: today only prepared statements turned
-   * off because a pooler could not carry them. Defaults to `console.warn`.
-   */
-  onWarning?: (message: string) => void;
+  statementRunner?: StatementRunnerFactory;
 }
-
-/** SQLSTATE 26000 `invalid_sql_statement_name`: a prepared statement this session lacks. */
-const INVALID_SQL_STATEMENT_NAME = '26000';
 
 /**
  * The idempotency key store on Drizzle's Postgres core, with the recovery side of phased work,
@@ -91,8 +73,7 @@ export class DrizzleIdempotencyStore<
 > implements RecoveryStore<PgTransaction<TQueryResult, TFullSchema, TSchema>> {
   readonly #db: PgDatabase<TQueryResult, TFullSchema, TSchema>;
   readonly #clock: SQL;
-  #prepare: boolean;
-  readonly #onWarning: (message: string) => void;
+  readonly #runner: StatementRunnerFactory;
 
   constructor(
     db: PgDatabase<TQueryResult, TFullSchema, TSchema>,
@@ -100,8 +81,7 @@ export class DrizzleIdempotencyStore<
   ) {
     this.#db = db;
     this.#clock = databaseClock(options.dangerouslyShiftClockMs ?? 0);
-    this.#prepare = options.preparedStatements ?? true;
-    this.#onWarning = options.onWarning ?? ((message) => console.warn(message));
+    this.#runner = options.statementRunner ?? ((runner) => runner);
   }
 
   transaction<T>(
@@ -307,44 +287,8 @@ export class DrizzleIdempotencyStore<
     return row!.n;
   }
 
-  /** Where raw statements run: prepared unless `preparedStatements: false` (or a pooler said no). */
+  /** Where raw statements run: on `tx`, or on the database, through the driver's runner. */
   #statements(tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>): StatementRunner {
-    const runner = tx ?? this.#db;
-    if (!this.#prepare) {
-      return { execute: (query: SQL) => runner.execute(query) } as StatementRunner;
-    }
-    return {
-      execute: (query: SQL) => this.#prepared(runner, query, tx === undefined),
-    } as unknown as StatementRunner;
-  }
-
-  /** Runs `query` prepared; on a missing prepared statement, stops preparing (see the option). */
-  async #prepared(runner: StatementRunner, query: SQL, outsideTransaction: boolean) {
-    try {
-      return await executeRows(runner, query, true);
-    } catch (error) {
-      if (!hasSqlState(error, INVALID_SQL_STATEMENT_NAME)) throw error;
-      if (this.#prepare) {
-        this.#prepare = false;
-        // The client's own statements must stop preparing too: postgres.js prepares its COMMIT,
-        // and when a pooler hands the transaction another server connection, the missing
-        // statement fails, aborts the transaction, and postgres.js's retry of it runs as a
-        // ROLLBACK that reports success: a committed-looking transaction silently lost.
-        // postgres.js reads `options.prepare` for every query it builds.
-        const client = (this.#db as { $client?: { options?: { prepare?: unknown } } }).$client;
-        if (client?.options && client.options.prepare === true) client.options.prepare = false;
-        this.#onWarning(
-          'idem: a prepared statement was missing on its connection (SQLSTATE 26000): the ' +
-            'database is reached through a pooler in transaction mode, which cannot carry ' +
-            'prepared statements. The store, and its postgres.js client, no longer prepare ' +
-            'statements. Transactions that ran before this point may have been lost (a missing ' +
-            'prepared COMMIT is retried by postgres.js as a silent ROLLBACK). Open the client ' +
-            'with prepare: false (or detect the pooler at start-up: detectTransactionPooler).',
-        );
-      }
-      // Nothing ran (the statement was missing); outside a transaction it can simply run again.
-      if (outsideTransaction) return executeRows(runner, query, false);
-      throw error;
-    }
+    return this.#runner(tx ?? this.#db, tx !== undefined);
   }
 }

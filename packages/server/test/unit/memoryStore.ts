@@ -3,8 +3,8 @@ import { ProcedureWindowRegistry } from '../../src/request/procedureWindows.js';
  * A small in-memory key store for unit tests of the server's decision modules: the local-mode
  * part of the contract (claim, read, complete, fail, release in transactions that roll back),
  * decided in milliseconds, with knobs for the answers a database gives under races (`busy`) and
- * outages (`failNext`). Of the recovery methods only `saveSteps` and
- * `extendLease` are modelled (for phases); the others throw. The conformance suites
+ * outages (`failNext`). Of the recovery methods only `saveSteps`, `extendLease` (for phases)
+ * and `markUnsettled` (for external mode) are modelled; the others throw. The conformance suites
  * of `@idem/store-drizzle` are where the real store's behaviour is proven.
  */
 import { randomUUID } from 'node:crypto';
@@ -13,6 +13,7 @@ import type {
   ClaimResult,
   Fence,
   RecoveryRecord,
+  ReconciliationReason,
   RecoveryStore,
   StoredResponse,
 } from '@idem/contract';
@@ -187,7 +188,17 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
     const row = [...this.rows.values()].find((r) => r.id === id);
     if (row) row.version += 1;
   }
-  markUnsettled = notModelled('markUnsettled');
+
+  async markUnsettled(
+    fence: Fence,
+    state: 'OUTCOME_UNKNOWN' | 'NEEDS_RECONCILIATION',
+    reason?: ReconciliationReason,
+  ): Promise<boolean> {
+    const row = this.#owned(fence);
+    if (!row) return false;
+    Object.assign(row, { state, reconcileReason: reason ?? null, leaseOwner: null });
+    return true;
+  }
   takeOverAbandoned = notModelled('takeOverAbandoned');
   takePending = notModelled('takePending');
   countPending = notModelled('countPending');

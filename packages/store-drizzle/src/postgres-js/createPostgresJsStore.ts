@@ -3,6 +3,35 @@ import {
   DrizzleIdempotencyStore,
   type DrizzleIdempotencyStoreOptions,
 } from '../DrizzleIdempotencyStore.js';
+import { preparedRunner } from './preparedRunner.js';
+
+/** Options of {@link createPostgresJsStore}: the store's, and how postgres.js runs its statements. */
+export interface PostgresJsStoreOptions extends Omit<
+  DrizzleIdempotencyStoreOptions,
+  'statementRunner'
+> {
+  /**
+   * Run the store's statements as server-side prepared statements, so PostgreSQL parses and
+   * plans them once per connection: a claim costs about a quarter of the database time.
+   * Turn it off behind a pooler in transaction mode that cannot carry prepared statements
+   * (PgBouncer before 1.21). Defaults to true.
+   *
+   * Behind such a pooler the postgres.js client itself must be opened with `prepare: false`:
+   * postgres.js prepares its own `COMMIT`, and a missing prepared `COMMIT` is retried inside the
+   * aborted transaction, where PostgreSQL runs it as a `ROLLBACK` and reports success. Find the
+   * pooler at start-up with `detectTransactionPooler`. As a last resort, when a prepared
+   * statement goes missing (SQLSTATE 26000), the store stops preparing for good, turns off its
+   * postgres.js client's `prepare` option too, and says so once through {@link onWarning}; the
+   * statement that met it fails (inside a transaction) or runs again unprepared (outside one).
+   * The code is in `preparedRunner.ts`.
+   */
+  preparedStatements?: boolean;
+  /**
+   * Where the store reports a condition it worked around: today only prepared statements turned
+   * off because a pooler could not carry them. Defaults to `console.warn`.
+   */
+  onWarning?: (message: string) => void;
+}
 
 /** The store on a postgres.js database; its transactions are `db.transaction`'s. */
 export type PostgresJsIdempotencyStore<
@@ -18,7 +47,14 @@ export function createPostgresJsStore<
   TSchema extends Record<string, unknown> = Record<string, never>,
 >(
   db: PostgresJsDatabase<TSchema>,
-  options?: DrizzleIdempotencyStoreOptions,
+  options: PostgresJsStoreOptions = {},
 ): PostgresJsIdempotencyStore<TSchema> {
-  return new DrizzleIdempotencyStore(db, options);
+  const { preparedStatements, onWarning, ...storeOptions } = options;
+  return new DrizzleIdempotencyStore(db, {
+    ...storeOptions,
+    statementRunner: preparedRunner(db, {
+      ...(preparedStatements !== undefined ? { preparedStatements } : {}),
+      ...(onWarning ? { onWarning } : {}),
+    }),
+  });
 }

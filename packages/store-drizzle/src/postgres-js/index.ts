@@ -1,5 +1,8 @@
 export { createPostgresJsStore } from './createPostgresJsStore.js';
-export type { PostgresJsIdempotencyStore } from './createPostgresJsStore.js';
+export type {
+  PostgresJsIdempotencyStore,
+  PostgresJsStoreOptions,
+} from './createPostgresJsStore.js';
 export { detectTransactionPooler } from './detectTransactionPooler.js';
 export type { DetectTransactionPoolerOptions } from './detectTransactionPooler.js';
 export { migrate } from './migrate.js';

@@ -1,0 +1,98 @@
+import type { SQL } from 'drizzle-orm';
+import type { StatementRunner, StatementRunnerFactory } from '../executeRows.js';
+import { hasSqlState } from '../hasSqlState.js';
+
+/** Options of {@link preparedRunner}: the prepared-statement part of `PostgresJsStoreOptions`. */
+export interface PreparedRunnerOptions {
+  /** See `PostgresJsStoreOptions.preparedStatements`. Defaults to true. */
+  preparedStatements?: boolean;
+  /** See `PostgresJsStoreOptions.onWarning`. Defaults to `console.warn`. */
+  onWarning?: (message: string) => void;
+}
+
+/** SQLSTATE 26000 `invalid_sql_statement_name`: a prepared statement this session lacks. */
+const INVALID_SQL_STATEMENT_NAME = '26000';
+
+/** The parts of a Drizzle database (or transaction) that prepare a statement by name. */
+interface PreparingRunner {
+  session: {
+    prepareQuery(
+      query: { sql: string; params: unknown[] },
+      fields: undefined,
+      name: string,
+      isResponseInArrayMode: boolean,
+    ): { execute(): Promise<unknown> };
+  };
+  dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } };
+}
+
+function canPrepare(runner: unknown): runner is PreparingRunner {
+  const r = runner as Partial<PreparingRunner>;
+  return (
+    typeof r.session?.prepareQuery === 'function' && typeof r.dialect?.sqlToQuery === 'function'
+  );
+}
+
+/**
+ * Runs `query` through Drizzle's prepared-query path with a name, which makes postgres.js use a
+ * server-side prepared statement (cached per connection by its text): PostgreSQL parses and plans
+ * the store's long statements once per connection instead of on every call (measured: the claim
+ * statement 1.9 ms unprepared, 0.4 ms prepared). `db.execute()` never prepares.
+ */
+function executePrepared(runner: StatementRunner, query: SQL): Promise<unknown> {
+  if (!canPrepare(runner)) return runner.execute(query);
+  return runner.session
+    .prepareQuery(runner.dialect.sqlToQuery(query), undefined, 'idem', false)
+    .execute();
+}
+
+/**
+ * The postgres.js statement runner of the store: the only code that reaches Drizzle's session
+ * (`db.session.prepareQuery`, `db.dialect.sqlToQuery`) and the postgres.js client's options.
+ * Statements run prepared unless `preparedStatements: false`; when a prepared statement goes
+ * missing (SQLSTATE 26000, a pooler in transaction mode), it stops preparing for good, turns off
+ * the client's `prepare` too, warns once, and runs the statement again unprepared outside a
+ * transaction (inside one it fails: the transaction is already aborted).
+ */
+export function preparedRunner(
+  db: unknown,
+  options: PreparedRunnerOptions = {},
+): StatementRunnerFactory {
+  let prepare = options.preparedStatements ?? true;
+  const onWarning = options.onWarning ?? ((message: string) => console.warn(message));
+
+  const stopPreparing = () => {
+    prepare = false;
+    // The client's own statements must stop preparing too: postgres.js prepares its COMMIT,
+    // and when a pooler hands the transaction another server connection, the missing
+    // statement fails, aborts the transaction, and postgres.js's retry of it runs as a
+    // ROLLBACK that reports success: a committed-looking transaction silently lost.
+    // postgres.js reads `options.prepare` for every query it builds.
+    const client = (db as { $client?: { options?: { prepare?: unknown } } }).$client;
+    if (client?.options && client.options.prepare === true) client.options.prepare = false;
+    onWarning(
+      'idem: a prepared statement was missing on its connection (SQLSTATE 26000): the ' +
+        'database is reached through a pooler in transaction mode, which cannot carry ' +
+        'prepared statements. The store, and its postgres.js client, no longer prepare ' +
+        'statements. Transactions that ran before this point may have been lost (a missing ' +
+        'prepared COMMIT is retried by postgres.js as a silent ROLLBACK). Open the client ' +
+        'with prepare: false (or detect the pooler at start-up: detectTransactionPooler).',
+    );
+  };
+
+  return (runner, inTransaction) => {
+    if (!prepare) return runner;
+    const execute = async (query: SQL) => {
+      try {
+        return await executePrepared(runner, query);
+      } catch (error) {
+        if (!hasSqlState(error, INVALID_SQL_STATEMENT_NAME)) throw error;
+        if (prepare) stopPreparing();
+        // Nothing ran (the statement was missing); outside a transaction it can simply run again.
+        if (!inTransaction) return runner.execute(query);
+        throw error;
+      }
+    };
+    return { execute } as unknown as StatementRunner;
+  };
+}

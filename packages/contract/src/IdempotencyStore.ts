@@ -34,6 +34,11 @@ export interface IdempotencyRecord {
   purgeAfter: Date | null;
   /** Computed by the database when the row was read: the lease has run out. */
   leaseExpired: boolean;
+  /**
+   * Computed by the database when the row was read: the replay window has closed
+   * (`replayExpiresAt` passed), so the key is a new request.
+   */
+  replayExpired: boolean;
   /** Computed by the database when the row was read: milliseconds left on the lease (0 if none). */
   leaseRemainingMs: number;
 }
@@ -110,6 +115,40 @@ export interface StoredResponse {
 }
 
 /**
+ * The record a local-mode request writes when it takes its key at commit (`claim: 'at-commit'`):
+ * a fresh key's outcome, COMPLETED or TERMINAL_FAILURE, with the response to replay. Version 1,
+ * one attempt, no lease: nothing of it exists before it commits.
+ */
+export interface OutcomeRecord {
+  scope: string;
+  procedure: string;
+  keyHash: string;
+  fingerprint: string;
+  fingerprintVersion: number;
+  /** Chosen by the server before the handler runs (the handler sees it as `ctx.idem.operationId`). */
+  operationId: string;
+  state: 'COMPLETED' | 'TERMINAL_FAILURE';
+  response: StoredResponse;
+  /**
+   * Milliseconds the INSERT may wait on the unique index behind another transaction's
+   * uncommitted row for the key; past it the result is `busy`.
+   */
+  lockTimeoutMs: number;
+}
+
+/**
+ * The outcome of {@link IdempotencyStore.commitWithRecord}.
+ *
+ * - `recorded`: the work and its record committed together; `value` is what the work returned.
+ * - `taken`: the key already had a live row (committed by a concurrent request, or before): the
+ *   transaction rolled back, the work's writes with it. Read the key and answer from its row.
+ * - `busy`: another transaction's uncommitted row held the key longer than `lockTimeoutMs`: the
+ *   transaction rolled back.
+ */
+export type RecordedAtCommit<T> =
+  { kind: 'recorded'; value: T } | { kind: 'taken' } | { kind: 'busy' };
+
+/**
  * The key store. One implementation against Drizzle's Postgres core serves postgres.js and PGlite.
  *
  * `TTx` is the transaction handle the store's `transaction` hands out and every method accepts as
@@ -134,4 +173,19 @@ export interface IdempotencyStore<TTx = unknown> {
   fail(fence: Fence, response: StoredResponse, tx?: TTx): Promise<boolean>;
   /** Releases the key after a transient failure (`RETRYABLE_FAILURE`): the next claim runs again. */
   release(fence: Fence, tx?: TTx): Promise<boolean>;
+  /**
+   * Local mode, the key taken at commit: runs `work` in one transaction and, when it resolves,
+   * inserts its `record` as the transaction's last statement, sent together with COMMIT where
+   * the driver can pipeline (postgres.js), so the record costs no round trip of its own. The
+   * INSERT fails on the key's live row (the unique index), which rolls the whole transaction
+   * back: see {@link RecordedAtCommit}. A `work` that throws rolls back and rethrows.
+   */
+  commitWithRecord<T>(
+    work: (tx: TTx) => Promise<{ value: T; record: OutcomeRecord }>,
+  ): Promise<RecordedAtCommit<T>>;
+  /**
+   * Inserts a fresh key's outcome on its own (a stored failure, after the work's transaction
+   * rolled back), unless the key has a live row: then nothing is written and it returns false.
+   */
+  insertOutcome(record: OutcomeRecord): Promise<boolean>;
 }

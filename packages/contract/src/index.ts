@@ -33,12 +33,14 @@ export {
   FINGERPRINT_VERSION,
 } from './defaults.js';
 export {
+  claimTimingSchema,
   executionModeSchema,
   failurePolicySchema,
   idempotencyOptionsSchema,
   retryUnsafeSchema,
 } from './procedureMeta.js';
 export type {
+  ClaimTiming,
   ExecutionMode,
   FailurePolicy,
   IdemMeta,
@@ -51,6 +53,8 @@ export type {
   Fence,
   IdempotencyRecord,
   IdempotencyStore,
+  OutcomeRecord,
+  RecordedAtCommit,
   StoredResponse,
 } from './IdempotencyStore.js';
 export type { IdemErrorShapeData, IdemErrorShapeMarker } from './idemErrorShape.js';

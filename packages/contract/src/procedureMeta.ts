@@ -21,6 +21,24 @@ export type FailurePolicy = z.infer<typeof failurePolicySchema>;
 export const executionModeSchema = z.enum(['local', 'external']);
 export type ExecutionMode = z.infer<typeof executionModeSchema>;
 
+/**
+ * When a local-mode request takes its key.
+ *
+ * - `at-commit` (local mode's default): the handler runs first; the record, carrying the
+ *   response, is the transaction's last INSERT, sent together with COMMIT. The unique index
+ *   arbitrates racers: of two concurrent duplicates both may run their handler, one commits,
+ *   the other's transaction rolls back (its writes vanish) and it replays the winner. A replay
+ *   is one statement, a fresh request one statement more than without idem.
+ * - `first`: the key is claimed by the transaction's first statement, before the handler; a
+ *   concurrent duplicate waits for it at most `lockTimeoutMs`, then answers 409 in progress, and
+ *   its handler never runs. Two statements more per fresh request. Choose it for handlers that
+ *   are expensive, or that take contended locks a doomed duplicate should not hold.
+ *
+ * External mode always claims first (its claim commits before the work).
+ */
+export const claimTimingSchema = z.enum(['at-commit', 'first']);
+export type ClaimTiming = z.infer<typeof claimTimingSchema>;
+
 /** Options of one idempotent procedure. Every field is optional; defaults in brackets. */
 export const idempotencyOptionsSchema = z.object({
   /** How the procedure runs. [`local`] */
@@ -33,6 +51,11 @@ export const idempotencyOptionsSchema = z.object({
   leaseMs: z.number().int().positive().optional(),
   /** Milliseconds a local-mode duplicate waits behind an uncommitted claim. [2 000] */
   lockTimeoutMs: z.number().int().positive().optional(),
+  /**
+   * When a local-mode request takes its key: `at-commit` or `first` (see `claimTimingSchema`).
+   * External mode claims first; `at-commit` there is a start-up error. [`at-commit` in local mode]
+   */
+  claim: claimTimingSchema.optional(),
   /** Which failures are stored and replayed. [`deterministic`] */
   failures: failurePolicySchema.optional(),
   /**

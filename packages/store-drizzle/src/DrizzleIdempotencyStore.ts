@@ -5,6 +5,8 @@ import {
   type ClaimInput,
   type ClaimResult,
   type Fence,
+  type OutcomeRecord,
+  type RecordedAtCommit,
   type RecoveryRecord,
   type RecoveryStore,
   type Resolution,
@@ -19,11 +21,25 @@ import {
   assertMilliseconds,
   assertWindows,
 } from './assertMilliseconds.js';
-import { claimKey } from './claimKey.js';
+import { claimKey, MAX_LOCK_TIMEOUT_MS } from './claimKey.js';
 import * as completion from './completionStatements.js';
-import { selectLive } from './claimStatements.js';
+import {
+  outcomeUnlessLiveTemplate,
+  readLiveTemplate,
+  recordOutcomeTemplate,
+} from './commitStatements.js';
 import { databaseClock } from './databaseClock.js';
-import { executeRows, type StatementRunner, type StatementRunnerFactory } from './executeRows.js';
+import {
+  drizzleRunner,
+  executeRows,
+  rowsOf,
+  templateRows,
+  type DrizzleRunner,
+  type StatementRunner,
+  type StatementRunnerFactory,
+} from './executeRows.js';
+import { hasSqlState, LOCK_NOT_AVAILABLE, violates } from './hasSqlState.js';
+import { LIVE_KEY_INDEX } from './schema.js';
 import * as audit from './auditRows.js';
 import * as erasure from './erasureStatements.js';
 import * as lookup from './operationLookup.js';
@@ -74,6 +90,12 @@ export class DrizzleIdempotencyStore<
   readonly #db: PgDatabase<TQueryResult, TFullSchema, TSchema>;
   readonly #clock: SQL;
   readonly #runner: StatementRunnerFactory;
+  /** The hot path's statements, rendered once (commitStatements.ts). */
+  readonly #templates: {
+    readLive: ReturnType<typeof readLiveTemplate>;
+    recordOutcome: ReturnType<typeof recordOutcomeTemplate>;
+    outcomeUnlessLive: ReturnType<typeof outcomeUnlessLiveTemplate>;
+  };
 
   constructor(
     db: PgDatabase<TQueryResult, TFullSchema, TSchema>,
@@ -81,7 +103,12 @@ export class DrizzleIdempotencyStore<
   ) {
     this.#db = db;
     this.#clock = databaseClock(options.dangerouslyShiftClockMs ?? 0);
-    this.#runner = options.statementRunner ?? ((runner) => runner);
+    this.#runner = options.statementRunner ?? drizzleRunner;
+    this.#templates = {
+      readLive: readLiveTemplate(this.#clock),
+      recordOutcome: recordOutcomeTemplate(this.#clock),
+      outcomeUnlessLive: outcomeUnlessLiveTemplate(this.#clock),
+    };
   }
 
   transaction<T>(
@@ -107,8 +134,64 @@ export class DrizzleIdempotencyStore<
     key: { scope: string; procedure: string; keyHash: string },
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<RecoveryRecord | null> {
-    const [row] = await executeRows<RecordRow>(this.#statements(tx), selectLive(key, this.#clock));
+    const [row] = await templateRows<RecordRow>(this.#statements(tx), this.#templates.readLive, {
+      scope: key.scope,
+      procedure: key.procedure,
+      keyHash: key.keyHash,
+    });
     return row === undefined ? null : toRecoveryRecord(row);
+  }
+
+  /**
+   * Runs `work` and records its outcome as the transaction's last statement (see
+   * `commitStatements.ts` for the race). Where the driver pipelines, the record goes out with
+   * the COMMIT; a record that fails makes PostgreSQL answer that COMMIT by rolling back, and
+   * its error, read after the transaction, says which of `taken` and `busy` it was.
+   */
+  async commitWithRecord<T>(
+    work: (
+      tx: PgTransaction<TQueryResult, TFullSchema, TSchema>,
+    ) => Promise<{ value: T; record: OutcomeRecord }>,
+  ): Promise<RecordedAtCommit<T>> {
+    let recorded: Promise<unknown> | undefined;
+    let value: T;
+    try {
+      value = await this.#db.transaction(async (tx) => {
+        const done = await work(tx);
+        const runner = this.#statements(tx);
+        const values = outcomeValues(done.record);
+        if (runner.sendLast) {
+          const last = runner.sendLast(this.#templates.recordOutcome, values);
+          recorded = last.result;
+          await last.sent;
+        } else {
+          recorded = runner.run(this.#templates.recordOutcome, values);
+          await recorded;
+        }
+        return done.value;
+      });
+      await recorded;
+    } catch (error) {
+      // Only the record's own failure is a verdict on the key (the work's errors are the work's),
+      // and a record that failed means the transaction did not commit, whatever else failed.
+      const failure = recorded === undefined ? undefined : await rejectionOf(recorded);
+      if (failure !== undefined && violates(failure, LIVE_KEY_INDEX)) return { kind: 'taken' };
+      if (failure !== undefined && hasSqlState(failure, LOCK_NOT_AVAILABLE)) {
+        return { kind: 'busy' };
+      }
+      throw error;
+    }
+    return { kind: 'recorded', value };
+  }
+
+  /** A fresh key's outcome in a statement of its own, unless the key has a live row. */
+  async insertOutcome(record: OutcomeRecord): Promise<boolean> {
+    assertWindows(record.response);
+    const result = await this.#statements().run(
+      this.#templates.outcomeUnlessLive,
+      outcomeValues(record),
+    );
+    return rowsOf(result).length > 0;
   }
 
   /** The same as `read`: every record the store hands out carries its recovery fields. */
@@ -289,6 +372,36 @@ export class DrizzleIdempotencyStore<
 
   /** Where raw statements run: on `tx`, or on the database, through the driver's runner. */
   #statements(tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>): StatementRunner {
-    return this.#runner(tx ?? this.#db, tx !== undefined);
+    return this.#runner((tx ?? this.#db) as unknown as DrizzleRunner, tx !== undefined);
+  }
+}
+
+/** The values of an outcome row's statements (commitStatements.ts). */
+function outcomeValues(record: OutcomeRecord): Record<string, unknown> {
+  assertWindows(record.response);
+  assertMilliseconds('lockTimeoutMs', record.lockTimeoutMs, 1, MAX_LOCK_TIMEOUT_MS);
+  return {
+    scope: record.scope,
+    procedure: record.procedure,
+    keyHash: record.keyHash,
+    fingerprint: record.fingerprint,
+    fingerprintVersion: record.fingerprintVersion,
+    operationId: record.operationId,
+    state: record.state,
+    status: record.response.status,
+    body: record.response.body,
+    replayWindowMs: record.response.replayWindowMs,
+    retentionMs: record.response.retentionMs,
+    lockTimeout: `${record.lockTimeoutMs}ms`,
+  };
+}
+
+/** What `promise` rejected with, or undefined when it resolved. */
+async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+    return undefined;
+  } catch (rejection) {
+    return rejection ?? new Error('rejected without a reason');
   }
 }

@@ -16,7 +16,7 @@ const MAX_CLAIM_ROUNDS = 4;
 type ClaimRow = RecordRow & { inserted: boolean };
 
 /** The largest `lock_timeout` PostgreSQL accepts, in milliseconds. */
-const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
+export const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
 
 /**
  * Claims a key on `runner` (see `claimStatements.ts` for the statements and their races): the

@@ -137,6 +137,7 @@ export function toRecoveryRecord(row: RecordRow): RecoveryRecord {
     takeovers: row.takeovers,
     reconcileReason: row.reconcile_reason,
     leaseExpired: row.lease_expired,
+    replayExpired: row.replay_expired,
     leaseRemainingMs: row.lease_remaining_ms,
   };
 }

@@ -55,6 +55,9 @@ function timestamptz(name: string) {
   return timestamp(name, { withTimezone: true, mode: 'date' });
 }
 
+/** The partial unique index that arbitrates every claim of a key (see claimStatements.ts). */
+export const LIVE_KEY_INDEX = 'idem_records_live_key_unique';
+
 /**
  * The key table. One live row per `(scope, procedure, key_hash)`; a key past its replay window is
  * a new request, so its old row is marked `superseded_at` (kept for operators until the reaper
@@ -113,7 +116,7 @@ export const idemRecords = pgTable(
     unique('idem_records_operation_id_unique').on(t.operationId),
     // Arbitrates every claim: `INSERT ... ON CONFLICT (scope, procedure, key_hash)
     // WHERE superseded_at IS NULL DO NOTHING`. Partial, so superseded rows may share the key.
-    uniqueIndex('idem_records_live_key_unique')
+    uniqueIndex(LIVE_KEY_INDEX)
       .on(t.scope, t.procedure, t.keyHash)
       .where(sql`${t.supersededAt} IS NULL`),
     // The completer's scan for abandoned work.

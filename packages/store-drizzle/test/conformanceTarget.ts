@@ -77,7 +77,12 @@ export function existingRecord(result: ClaimResult): RecoveryRecord {
 /** A record without the fields computed at read time, to compare two reads of one row. */
 export function stored(record: IdempotencyRecord | null) {
   if (record === null) return null;
-  const { leaseExpired: _expired, leaseRemainingMs: _remaining, ...rest } = record;
+  const {
+    leaseExpired: _expired,
+    leaseRemainingMs: _remaining,
+    replayExpired: _replayExpired,
+    ...rest
+  } = record;
   return rest;
 }
 

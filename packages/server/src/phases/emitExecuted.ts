@@ -4,7 +4,7 @@ import type { IdemJob } from '../request/IdemJob.js';
 export function emitExecuted(
   job: IdemJob,
   operationId: string | null,
-  outcome: 'completed' | 'failed' | 'released' | 'discarded' | 'unsettled',
+  outcome: 'completed' | 'failed' | 'released' | 'discarded' | 'unsettled' | 'rolled-back',
   takeover: boolean,
   started: number,
 ): void {

@@ -6,6 +6,7 @@ import { answerExisting } from '../replay/answerExisting.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
+import { executeAtCommit } from './executeAtCommit.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
 import { storeResult } from './storeResult.js';
@@ -16,8 +17,19 @@ class Rollback {
 }
 
 /**
- * Local mode: the claim, the handler's writes (through `ctx.idem.tx`) and the completion commit
- * in ONE transaction, so there is never a committed claim without its result or the reverse.
+ * Local mode: the key, the handler's writes (through `ctx.idem.tx`) and the outcome commit in ONE
+ * transaction, so there is never a committed key without its result or the reverse. The key is
+ * taken at commit by default (executeAtCommit.ts), or first (`claim: 'first'`, below).
+ */
+export function executeLocal(job: IdemJob): Promise<NextResult> {
+  return job.options.claim === 'first' || job.resume !== null
+    ? executeClaimFirst(job)
+    : executeAtCommit(job, executeClaimFirst);
+}
+
+/**
+ * Local mode, the key claimed first (`claim: 'first'`), and every key the at-commit path does not
+ * settle itself (work in progress, a released key, a closed replay window).
  *
  * Timeline of two racers A and B with the same key:
  *   A: BEGIN; INSERT claim (row locked, uncommitted) ... handler ... UPDATE completed; COMMIT
@@ -27,7 +39,7 @@ class Rollback {
  *        A rolls back first  -> B's insert succeeds -> B runs the procedure (A left nothing)
  *        the wait runs out   -> B rolls back -> 409 IDEMPOTENCY_REQUEST_IN_PROGRESS
  */
-export async function executeLocal(job: IdemJob): Promise<NextResult> {
+async function executeClaimFirst(job: IdemJob): Promise<NextResult> {
   const { store } = job.runtime;
   const started = Date.now();
   let handlerError: TRPCError | undefined;

@@ -14,7 +14,11 @@ import { storedFailureError, storedFailureSchema } from './storedFailure.js';
  */
 export async function answerExisting(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
   const operationId = record.operationId;
-  if (record.fingerprint !== fingerprintOrNull(job.input, record.fingerprintVersion)) {
+  const theirs =
+    record.fingerprintVersion === job.claim.fingerprintVersion
+      ? job.claim.fingerprint
+      : fingerprintOrNull(job.input, record.fingerprintVersion);
+  if (record.fingerprint !== theirs) {
     throw reject(
       job,
       'IDEMPOTENCY_KEY_REUSED',

@@ -1,6 +1,7 @@
 import type { TRPCError } from '@trpc/server';
 import type {
   ClaimInput,
+  ClaimTiming,
   ExecutionMode,
   FailurePolicy,
   RecoveryRecord,
@@ -22,6 +23,8 @@ export interface ResolvedProcedureOptions {
   retentionMs: number;
   leaseMs: number;
   lockTimeoutMs: number;
+  /** When a local-mode request takes its key; always `first` in external mode. */
+  claim: ClaimTiming;
   failures: FailurePolicy;
   scopeSuffix: string | undefined;
   respond: 'result' | 'accepted';

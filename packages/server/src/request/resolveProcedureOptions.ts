@@ -28,6 +28,7 @@ export function resolveProcedureOptions(
     retentionMs: merged.retentionMs ?? DEFAULT_RETENTION_MS,
     leaseMs: merged.leaseMs ?? DEFAULT_LEASE_MS,
     lockTimeoutMs: merged.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    claim: merged.claim ?? (merged.mode === 'external' ? 'first' : 'at-commit'),
     failures: merged.failures ?? 'deterministic',
     scopeSuffix: merged.scopeSuffix,
     respond: merged.respond ?? 'result',
@@ -36,6 +37,11 @@ export function resolveProcedureOptions(
   if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
     throw new TypeError(
       "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
+    );
+  }
+  if (resolved.mode === 'external' && resolved.claim === 'at-commit') {
+    throw new TypeError(
+      "idem: claim: 'at-commit' is for local mode; external mode always claims first (its claim commits before the work). Remove the claim option",
     );
   }
   if (resolved.retentionMs < resolved.replayWindowMs) {

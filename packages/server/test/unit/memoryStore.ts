@@ -12,6 +12,8 @@ import type {
   ClaimInput,
   ClaimResult,
   Fence,
+  OutcomeRecord,
+  RecordedAtCommit,
   RecoveryRecord,
   ReconciliationReason,
   RecoveryStore,
@@ -45,9 +47,14 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
   /** The next claim answers `busy` (another transaction holds the key past lockTimeoutMs). */
   busyNext = false;
   /** The next call of this method rejects, as a database that went away does. */
-  failNext: 'claim' | 'complete' | 'fail' | null = null;
+  failNext: 'claim' | 'complete' | 'fail' | 'record' | 'read' | null = null;
   /** The next `complete` finds the fence broken (returns false). */
   staleNext = false;
+  /**
+   * What the next `commitWithRecord` meets when it records: `taken` puts `record` in place (a
+   * concurrent request's record that committed first) and rolls the work back; `busy` rolls back.
+   */
+  commitNext: { kind: 'taken'; record: RecoveryRecord } | { kind: 'busy' } | null = null;
   #tx = 0;
   #nextId = 1;
 
@@ -85,7 +92,53 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
     return { kind: 'claimed', record: { ...record }, takeover: existing !== undefined };
   }
 
+  async commitWithRecord<T>(
+    work: (tx: MemoryTx) => Promise<{ value: T; record: OutcomeRecord }>,
+  ): Promise<RecordedAtCommit<T>> {
+    const next = this.commitNext;
+    this.commitNext = null;
+    let verdict: RecordedAtCommit<T> | null = null;
+    try {
+      return await this.transaction(async (tx) => {
+        const { value, record } = await work(tx);
+        this.#maybeFail('record');
+        if (next?.kind === 'busy') throw (verdict = { kind: 'busy' });
+        if (next?.kind === 'taken' || this.rows.has(keyOf(record))) {
+          throw (verdict = { kind: 'taken' });
+        }
+        this.rows.set(keyOf(record), this.#outcomeRow(record));
+        return { kind: 'recorded', value } as const;
+      });
+    } catch (error) {
+      if (error !== verdict || verdict === null) throw error;
+      if (next?.kind === 'taken') this.rows.set(keyOf(next.record), next.record);
+      return verdict;
+    }
+  }
+
+  async insertOutcome(record: OutcomeRecord): Promise<boolean> {
+    this.#maybeFail('fail');
+    if (this.rows.has(keyOf(record))) return false;
+    this.rows.set(keyOf(record), this.#outcomeRow(record));
+    return true;
+  }
+
+  #outcomeRow(record: OutcomeRecord): RecoveryRecord {
+    const now = new Date();
+    return this.record(record, {
+      state: record.state,
+      operationId: record.operationId,
+      responseStatus: record.response.status,
+      responseBody: record.response.body,
+      completedAt: now,
+      replayExpiresAt: new Date(now.getTime() + record.response.replayWindowMs),
+      purgeAfter: new Date(now.getTime() + record.response.retentionMs),
+      leaseRemainingMs: 0,
+    });
+  }
+
   async read(key: Key): Promise<RecoveryRecord | null> {
+    this.#maybeFail('read');
     return this.rows.get(keyOf(key)) ?? null;
   }
 
@@ -142,6 +195,7 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
       replayExpiresAt: null,
       purgeAfter: null,
       leaseExpired: false,
+      replayExpired: false,
       leaseRemainingMs: 30_000,
       steps: null,
       inputText: null,
@@ -228,7 +282,7 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
     return true;
   }
 
-  #maybeFail(method: 'claim' | 'complete' | 'fail') {
+  #maybeFail(method: NonNullable<MemoryStore['failNext']>) {
     if (this.failNext !== method) return;
     this.failNext = null;
     throw Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' });
@@ -272,6 +326,8 @@ export function unitJob(
       retentionMs: 120_000,
       leaseMs: 30_000,
       lockTimeoutMs: 2000,
+      // The claim-first path by default; the at-commit tests ask for theirs.
+      claim: 'first',
       failures: 'deterministic',
       scopeSuffix: undefined,
       respond: 'result',

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import type { TRPCError } from '@trpc/server';
+import type { OutcomeRecord, RecoveryRecord, StoredResponse } from '@idem/contract';
+import { inProgress, storeUnavailable } from '../errors/idemErrors.js';
+import { answerExisting } from '../replay/answerExisting.js';
+import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
+import type { IdemJob, NextResult } from '../request/IdemJob.js';
+import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
+import { classifyHandlerFailure } from './classifyHandlerFailure.js';
+import { emitExecuted } from './emitExecuted.js';
+import { storeResult } from './storeResult.js';
+
+/** Thrown inside the transaction to roll it back; never leaves this module. */
+class HandlerFailed {
+  constructor(readonly error: TRPCError) {}
+}
+
+/**
+ * Local mode, the key taken at commit (`claim: 'at-commit'`, local mode's default): read the
+ * key; a stored outcome is replayed in that one statement. A free key runs the handler in a
+ * transaction whose last statement inserts the record, sent with the COMMIT
+ * (`store.commitWithRecord`); the unique index decides between concurrent duplicates, and the
+ * loser, rolled back, answers with the winner's outcome. The timeline is in the store's
+ * `commitStatements.ts`. Anything else the key holds (work in progress, a released key, a
+ * closed replay window) goes to the claim-first path, which decides takeovers and supersedes.
+ */
+export async function executeAtCommit(
+  job: IdemJob,
+  claimFirst: (job: IdemJob) => Promise<NextResult>,
+): Promise<NextResult> {
+  const live = await readKey(job);
+  if (live !== null) return settled(live) ? answerExisting(job, live) : claimFirst(job);
+
+  const { store } = job.runtime;
+  const started = Date.now();
+  // Chosen before the handler runs: it sees its operation id as in any other mode.
+  const operationId = randomUUID();
+  let outcome;
+  try {
+    outcome = await store.commitWithRecord(async (tx) => {
+      const result = await job.next({ ...job.execution, operationId, executions: 1, tx });
+      if (!result.ok) throw new HandlerFailed(result.error);
+      const response = {
+        status: 200,
+        body: storeResult(result.data, job.options.replay, job.runtime.serializer),
+      };
+      return { value: result, record: outcomeRecord(job, operationId, 'COMPLETED', response) };
+    });
+  } catch (error) {
+    if (error instanceof HandlerFailed)
+      return recordFailure(job, error.error, operationId, started);
+    throw storeUnavailable(job, error);
+  }
+  switch (outcome.kind) {
+    case 'recorded':
+      emitExecuted(job, operationId, 'completed', false, started);
+      return outcome.value;
+    case 'busy':
+      // Another transaction's uncommitted row held the key past lockTimeoutMs.
+      emitExecuted(job, null, 'rolled-back', false, started);
+      throw inProgress(job);
+    case 'taken': {
+      // A concurrent request's record committed first: ours rolled back; answer with theirs.
+      emitExecuted(job, null, 'rolled-back', false, started);
+      const winner = await readKey(job);
+      return winner !== null && settled(winner) ? answerExisting(job, winner) : claimFirst(job);
+    }
+  }
+}
+
+/** The key's live row (the statement a replay costs), timed and traced as the claim. */
+async function readKey(job: IdemJob): Promise<RecoveryRecord | null> {
+  const { telemetry, store } = job.runtime;
+  const started = performance.now();
+  try {
+    return (await telemetry.span('idem.claim', { 'idem.procedure': job.claim.procedure }, () =>
+      store.read(job.claim),
+    )) as RecoveryRecord | null;
+  } catch (error) {
+    throw storeUnavailable(job, error);
+  } finally {
+    telemetry.claimDuration(performance.now() - started, job.claim.procedure);
+  }
+}
+
+/**
+ * Whether the row answers the request by itself: a stored outcome within its replay window
+ * (`answerExisting` replays it, or answers 422 when the input differs).
+ */
+function settled(row: RecoveryRecord): boolean {
+  return (row.state === 'COMPLETED' || row.state === 'TERMINAL_FAILURE') && !row.replayExpired;
+}
+
+function outcomeRecord(
+  job: IdemJob,
+  operationId: string,
+  state: OutcomeRecord['state'],
+  response: Pick<StoredResponse, 'status' | 'body'>,
+): OutcomeRecord {
+  const { claim, options } = job;
+  return {
+    scope: claim.scope,
+    procedure: claim.procedure,
+    keyHash: claim.keyHash,
+    fingerprint: claim.fingerprint,
+    fingerprintVersion: claim.fingerprintVersion,
+    operationId,
+    state,
+    response: {
+      ...response,
+      replayWindowMs: options.replayWindowMs,
+      retentionMs: options.retentionMs,
+    },
+    lockTimeoutMs: options.lockTimeoutMs,
+  };
+}
+
+/**
+ * The handler failed and its transaction rolled back. A deterministic failure is stored for
+ * replay in one statement of its own, unless the key has a live row by now (a concurrent
+ * request's outcome committed): then that outcome is the key's, and the answer. A transient
+ * failure leaves nothing, so a retry runs again.
+ */
+async function recordFailure(
+  job: IdemJob,
+  error: TRPCError,
+  operationId: string,
+  started: number,
+): Promise<NextResult> {
+  const failure = classifyHandlerFailure(error, job.options.failures);
+  const failed: NextResult = { ok: false, error, marker: trpcMiddlewareMarker };
+  if (failure.kind === 'transient') {
+    emitExecuted(job, null, 'released', false, started);
+    return failed;
+  }
+  const response = { status: failure.status, body: serializeFailure(error) };
+  let stored: boolean;
+  try {
+    stored = await job.runtime.store.insertOutcome(
+      outcomeRecord(job, operationId, 'TERMINAL_FAILURE', response),
+    );
+  } catch (storeError) {
+    // The failure is still the answer; it just will not be replayed. The retry runs again.
+    job.runtime.emit({ ...job.event, type: 'store-error', operationId: null, error: storeError });
+    return failed;
+  }
+  if (stored) {
+    emitExecuted(job, operationId, 'failed', false, started);
+    // Answered exactly as every replay will be.
+    return { ok: false, error: storedFailureError(error), marker: trpcMiddlewareMarker };
+  }
+  emitExecuted(job, null, 'rolled-back', false, started);
+  const winner = await readKey(job);
+  return winner !== null && settled(winner) ? answerExisting(job, winner) : failed;
+}

@@ -2,6 +2,7 @@ import type { ConformanceTarget } from './conformanceTarget.js';
 import { cancelCases } from './conformance/cancelCases.js';
 import { claimCases } from './conformance/claimCases.js';
 import { clockCases } from './conformance/clockCases.js';
+import { commitCases } from './conformance/commitCases.js';
 import { operatorCases } from './conformance/operatorCases.js';
 import { recoveryCases } from './conformance/recoveryCases.js';
 import { takeoverFenceCases } from './conformance/takeoverFenceCases.js';
@@ -16,6 +17,7 @@ export function storeConformance<TTx>(target: () => ConformanceTarget<TTx>): voi
   claimCases(target);
   clockCases(target);
   transactionCases(target);
+  commitCases(target);
   recoveryCases(target);
   takeoverFenceCases(target);
   workerCases(target);

@@ -22,13 +22,15 @@ export interface BenchMeta {
   loadAverage: { start: number; end: number };
 }
 
-/** One target of issue 6, judged on this run's medians. */
+/** One target of issues 6 and 14, judged on this run's medians. */
 export interface TargetResult {
   id: string;
   target: string;
   value: string;
-  /** null: not measured in this run (skipped, with the reason in `value`). */
+  /** null: not judged: not measured in this run (the reason in `value`), or `reported`. */
   met: boolean | null;
+  /** A number the bench reports next to the targets without judging it (`met` is null). */
+  reported?: true;
 }
 
 /** What `pnpm bench` writes as JSON. A section that failed holds `{ error }`. */

@@ -27,6 +27,16 @@ export const orderInput = z.object({
 });
 export type OrderInput = z.infer<typeof orderInput>;
 
+/**
+ * How many times each measured handler was invoked in this process: counted at the start of the
+ * handler, so a run that is rolled back afterwards (a duplicate losing a commit-time claim)
+ * counts too. The business rows count the committed executions.
+ */
+export interface HandlerInvocations {
+  plain: number;
+  idem: number;
+}
+
 /** Paths the server answers 503 to before tRPC sees them (the client's outage). */
 export const OUTAGE_PATH = 'outage.create';
 
@@ -39,6 +49,7 @@ export const OUTAGE_PATH = 'outage.create';
 export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
   db: TDb,
   store: RecoveryStore<any>,
+  invocations: HandlerInvocations = { plain: 0, idem: 0 },
 ) {
   const t = initTRPC.context<BenchContext>().meta<IdemMeta>().create();
   const authed = t.procedure.use(({ ctx, next }) => {
@@ -61,17 +72,19 @@ export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
 
   return t.router({
     plain: t.router({
-      create: authed
-        .input(orderInput)
-        .mutation(({ ctx, input }) =>
-          db.transaction((tx) => insertOrder(tx as unknown as TDb, ctx.account, input)),
-        ),
+      create: authed.input(orderInput).mutation(({ ctx, input }) => {
+        invocations.plain += 1;
+        return db.transaction((tx) => insertOrder(tx as unknown as TDb, ctx.account, input));
+      }),
     }),
     idem: t.router({
       create: authed
         .input(orderInput)
         .concat(idem.procedure())
-        .mutation(({ ctx, input }) => insertOrder(ctx.idem.tx as TDb, ctx.account, input)),
+        .mutation(({ ctx, input }) => {
+          invocations.idem += 1;
+          return insertOrder(ctx.idem.tx as TDb, ctx.account, input);
+        }),
     }),
     /** No database at all: isolates the client link's own cost. */
     echo: authed.input(orderInput).mutation(({ input }) => ({ id: 0, scope: 'echo', ...input })),

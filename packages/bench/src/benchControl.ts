@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RecoveryStore } from '@idem/contract';
 import { createReaper, type Reaper } from '@idem/server';
 import { sql, type SQL } from 'drizzle-orm';
+import type { HandlerInvocations } from './benchApp.js';
 import { seedRecords, type SeedPlan } from './seedRecords.js';
 
 /** Statements this server process sent, counted by its Drizzle logger (and driver hook). */
@@ -12,12 +13,26 @@ export interface StatementCounter {
   byVerb: Record<string, number>;
   /** Every statement postgres.js sent, BEGIN and COMMIT included; null when not counted. */
   wire: number | null;
+  /**
+   * Writes to the database sockets: round trips, as queries postgres.js issues in the same tick
+   * go out in one write (pipelined). Null when not counted (COUNT_WIRE unset, or PGlite).
+   */
+  roundTrips: number | null;
+  /** Times each measured handler was invoked (started), committed or not. */
+  invocations: HandlerInvocations;
   /** Requests answered 503 by the outage path. */
   outageHits: number;
 }
 
 export function newCounter(countWire: boolean): StatementCounter {
-  return { statements: 0, byVerb: {}, wire: countWire ? 0 : null, outageHits: 0 };
+  return {
+    statements: 0,
+    byVerb: {},
+    wire: countWire ? 0 : null,
+    roundTrips: countWire ? 0 : null,
+    invocations: { plain: 0, idem: 0 },
+    outageHits: 0,
+  };
 }
 
 /** What the reaper did between `/reaper/start` and `/reaper/stop`. */
@@ -136,6 +151,9 @@ function resetCounters(counter: StatementCounter): StatementCounter {
   counter.statements = 0;
   counter.byVerb = {};
   if (counter.wire !== null) counter.wire = 0;
+  if (counter.roundTrips !== null) counter.roundTrips = 0;
+  counter.invocations.plain = 0;
+  counter.invocations.idem = 0;
   counter.outageHits = 0;
   return counter;
 }

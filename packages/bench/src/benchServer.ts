@@ -4,14 +4,15 @@
  * in-memory PGlite of its own (`BENCH_DB=pglite`). `BENCH_SETUP=1` migrates and creates the
  * business table first. `COUNT_WIRE=1` (PostgreSQL) also counts every statement postgres.js
  * sends, BEGIN and COMMIT included, through its `debug` hook, which captures a stack trace per
- * query: use it for counting runs only, never timed ones. `BENCH_CPU_PROFILE=<file>` writes a
- * V8 CPU profile of the process (open it in Chrome DevTools) when it stops. Prints
- * `listening <url>`.
+ * query: use it for counting runs only, never timed ones. With it, each connection's socket is
+ * wrapped to count its writes: the round trips (see `countingSocket`).
+ * `BENCH_CPU_PROFILE=<file>` writes a V8 CPU profile of the process (open it in Chrome DevTools)
+ * when it stops. Prints `listening <url>`.
  */
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { Session } from 'node:inspector';
-import type { AddressInfo } from 'node:net';
+import { connect as connectSocket, type AddressInfo, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import type { RecoveryStore } from '@idem/contract';
 import { idemContext, idemResponseMeta } from '@idem/server';
@@ -46,8 +47,13 @@ if (kind === 'postgres') {
   const client = postgres(process.env.DATABASE_URL!, {
     max: poolMax,
     onnotice: () => {},
-    ...(counter.wire !== null ? { debug: () => void (counter.wire! += 1) } : {}),
-  });
+    ...(counter.wire !== null
+      ? {
+          debug: () => void (counter.wire! += 1),
+          socket: (options: SocketOptions) => countingSocket(options),
+        }
+      : {}),
+  } as postgres.Options<{}>);
   const pg = drizzlePostgresJs(client, { logger });
   if (process.env.BENCH_SETUP === '1') await migratePostgresJs(pg);
   db = pg;
@@ -69,7 +75,7 @@ counter.statements = 0;
 counter.byVerb = {};
 
 const trpc = createHTTPHandler({
-  router: createBenchApp(db, store),
+  router: createBenchApp(db, store, counter.invocations),
   createContext: ({ req }) => ({ ...idemContext(req), account: accountOf(req.headers) }),
   responseMeta: idemResponseMeta,
 });
@@ -86,6 +92,42 @@ const outageBody = JSON.stringify({
     data: { code: 'SERVICE_UNAVAILABLE', httpStatus: 503, path: OUTAGE_PATH },
   },
 });
+
+/** What postgres.js passes to its (untyped) `socket` option: its parsed connection options. */
+interface SocketOptions {
+  host: string[];
+  port: number[];
+  path: string | false;
+  ssl: unknown;
+}
+
+/**
+ * A connection to PostgreSQL whose writes are counted as round trips. postgres.js buffers the
+ * messages of the queries issued in one tick and sends them in one `write` (on the next
+ * setImmediate, or at once past 1 KiB), so queries sent together (pipelined, a statement with
+ * its COMMIT) are one write, and every write but the connection's start-up is the client sending
+ * work and then waiting for the answer: the number of writes during a request is an honest proxy
+ * for its round trips. postgres.js takes a socket from this option as already connected, so it
+ * resolves on `connect`.
+ */
+function countingSocket(options: SocketOptions): Promise<Socket> {
+  if (options.ssl) throw new Error('COUNT_WIRE=1 counts plain TCP sockets only: drop ssl');
+  const socket = options.path
+    ? connectSocket(options.path)
+    : connectSocket(options.port[0]!, options.host[0]!);
+  const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+  socket.write = ((...args: unknown[]) => {
+    counter.roundTrips! += 1;
+    return write(...args);
+  }) as Socket['write'];
+  return new Promise((resolve, reject) => {
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
 
 const server = createServer((req, res) => {
   if (req.url?.startsWith('/__bench/')) return void control(req, res);

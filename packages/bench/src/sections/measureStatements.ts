@@ -10,6 +10,11 @@ export interface StatementCount {
   byVerb: Record<string, number>;
   /** Every statement postgres.js sent per request, BEGIN and COMMIT included; null on PGlite. */
   wirePerRequest: number | null;
+  /**
+   * Round trips per request: writes to the database socket, queries sent together in one write
+   * (pipelined) counting once; null on PGlite (in-process, no round trips).
+   */
+  roundTripsPerRequest: number | null;
 }
 
 export interface StatementsResult {
@@ -20,13 +25,16 @@ export interface StatementsResult {
   /** fresh - plain: what idem adds to a first execution. */
   extraPerFresh: number;
   extraPerFreshWire: number | null;
+  /** fresh - plain round trips; null on PGlite. */
+  extraRoundTripsPerFresh: number | null;
 }
 
 /**
  * Counts, never estimates, the SQL statements of three kinds of request: the baseline mutation,
  * a fresh idempotent one, and a replay of it. The server's Drizzle logger counts; on PostgreSQL a
  * server process of its own also counts through the postgres.js `debug` hook, BEGIN and COMMIT
- * included (the hook captures a stack per query, which keeps it out of the timed runs). One
+ * included (the hook captures a stack per query, which keeps it out of the timed runs), and
+ * counts the writes to its database sockets: the round trips (see `benchServer.ts`). One
  * connection, one request at a time, after a warm-up, so the counters see nothing else.
  */
 export async function measureStatements(ctx: SectionContext): Promise<StatementsResult> {
@@ -72,6 +80,7 @@ async function countStatements(
       perRequest: counter.statements / n,
       byVerb: Object.fromEntries(Object.entries(counter.byVerb).map(([verb, c]) => [verb, c / n])),
       wirePerRequest: counter.wire === null ? null : counter.wire / n,
+      roundTripsPerRequest: counter.roundTrips === null ? null : counter.roundTrips / n,
     };
   };
   const ok = (r: ClosedLoopResult) => r.statuses['200'] === n;
@@ -102,5 +111,9 @@ async function countStatements(
     extraPerFresh: fresh.perRequest - plain.perRequest,
     extraPerFreshWire:
       fresh.wirePerRequest === null ? null : fresh.wirePerRequest - plain.wirePerRequest!,
+    extraRoundTripsPerFresh:
+      fresh.roundTripsPerRequest === null
+        ? null
+        : fresh.roundTripsPerRequest - plain.roundTripsPerRequest!,
   };
 }

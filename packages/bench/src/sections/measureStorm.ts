@@ -1,3 +1,4 @@
+import type { StatementCounter } from '../benchControl.js';
 import type { ConnectionPeak } from '../benchDatabase.js';
 import type { BurstResult } from '../jobs.js';
 import { startServer } from '../processes.js';
@@ -5,8 +6,13 @@ import { spread, type Spread } from '../stats.js';
 import { ACCOUNT, keyPrefix, type SectionContext } from './SectionContext.js';
 
 export interface StormRun extends BurstResult {
-  /** Rows the handler wrote for this storm's input: how many times it ran. */
+  /** Rows the handler wrote for this storm's input: its committed executions. */
   executions: number;
+  /**
+   * Times the `idem.create` handler was invoked, summed over both servers: committed or rolled
+   * back (a duplicate's handler losing a commit-time claim runs and is rolled back).
+   */
+  invocations: number;
   /** Peak backends on the bench database while the storm ran. */
   peak: ConnectionPeak;
   /** Backends already connected when it began (pools open connections lazily). */
@@ -23,6 +29,8 @@ export type StormResult =
       runs: StormRun[];
       totalMs: Spread;
       executions: number[];
+      /** Handler invocations, run by run (`runs[i].invocations`). */
+      invocations: number[];
       fiveHundreds: number;
       peakConnections: number;
       peakActive: number;
@@ -41,6 +49,8 @@ export async function measureStorm(ctx: SectionContext): Promise<StormResult> {
   const runs: StormRun[] = [];
   for (let rep = 0; rep < ctx.profile.storm.reps; rep++) {
     const sku = keyPrefix('storm');
+    // Nothing but the storm reaches either server until its counters are read back.
+    await Promise.all(servers.map((s) => s.post('counters/reset')));
     const before = (await ctx.database.connections()).total;
     const stopSampling = ctx.database.sampleConnections();
     const burst = await ctx.worker.run(
@@ -57,9 +67,11 @@ export async function measureStorm(ctx: SectionContext): Promise<StormResult> {
     );
     const peak = await stopSampling();
     const { count } = await ctx.server.post<{ count: number }>('orders/count', { sku });
-    runs.push({ ...burst, executions: count, peak, before });
+    const counters = await Promise.all(servers.map((s) => s.get<StatementCounter>('stats')));
+    const invocations = counters.reduce((n, c) => n + c.invocations.idem, 0);
+    runs.push({ ...burst, executions: count, invocations, peak, before });
     ctx.log(
-      `storm run ${rep + 1}: ${burst.totalMs.toFixed(0)} ms, ${count} execution(s), statuses ${JSON.stringify(burst.statuses)}, peak ${peak.total} connections (${peak.active} active)`,
+      `storm run ${rep + 1}: ${burst.totalMs.toFixed(0)} ms, ${count} execution(s), ${invocations} handler invocation(s), statuses ${JSON.stringify(burst.statuses)}, peak ${peak.total} connections (${peak.active} active)`,
     );
   }
   return {
@@ -69,6 +81,7 @@ export async function measureStorm(ctx: SectionContext): Promise<StormResult> {
     runs,
     totalMs: spread(runs.map((r) => r.totalMs)),
     executions: runs.map((r) => r.executions),
+    invocations: runs.map((r) => r.invocations),
     fiveHundreds: runs.reduce(
       (n, r) =>
         n +

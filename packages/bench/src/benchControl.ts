@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RecoveryStore } from '@idem/contract';
 import { createReaper, type Reaper } from '@idem/server';
 import { sql, type SQL } from 'drizzle-orm';
+import type { CpuProfiler } from './cpuProfiler.js';
 import { seedRecords, type SeedPlan } from './seedRecords.js';
 
 /** Statements this server process sent, counted by its Drizzle logger (and driver hook). */
@@ -14,10 +15,12 @@ export interface StatementCounter {
   wire: number | null;
   /** Requests answered 503 by the outage path. */
   outageHits: number;
+  /** Requests handed to the measured router (everything but `/__bench/` and the outage path). */
+  requests: number;
 }
 
 export function newCounter(countWire: boolean): StatementCounter {
-  return { statements: 0, byVerb: {}, wire: countWire ? 0 : null, outageHits: 0 };
+  return { statements: 0, byVerb: {}, wire: countWire ? 0 : null, outageHits: 0, requests: 0 };
 }
 
 /** What the reaper did between `/reaper/start` and `/reaper/stop`. */
@@ -35,6 +38,8 @@ interface ControlDeps {
   db: { execute(query: SQL): Promise<unknown> };
   store: RecoveryStore<unknown>;
   counter: StatementCounter;
+  /** The server's CPU profiler, when it was started with `BENCH_CPU_PROFILE`. */
+  profiler: CpuProfiler | null;
   info: Record<string, unknown>;
 }
 
@@ -43,7 +48,7 @@ interface ControlDeps {
  * router): counters, table resets, bulk seeding and the reaper, so that the orchestrator drives
  * PGlite (which lives inside this process) and PostgreSQL the same way.
  */
-export function createBenchControl({ db, store, counter, info }: ControlDeps) {
+export function createBenchControl({ db, store, counter, profiler, info }: ControlDeps) {
   let reaper: Reaper | null = null;
   let run: ReaperRun | null = null;
   const rows = async (query: SQL) => {
@@ -51,10 +56,25 @@ export function createBenchControl({ db, store, counter, info }: ControlDeps) {
     return (Array.isArray(result) ? result : (result.rows ?? [])) as Record<string, unknown>[];
   };
 
+  const profiling = () => {
+    if (!profiler) throw new Error('start the bench server with BENCH_CPU_PROFILE=<file>');
+    return profiler;
+  };
+
   const routes: Record<string, (body: any) => Promise<unknown>> = {
     'GET /__bench/info': async () => info,
     'GET /__bench/stats': async () => counter,
     'POST /__bench/counters/reset': async () => resetCounters(counter),
+    /** Restarts the CPU profiler (discarding what it sampled so far) and resets the counters. */
+    'POST /__bench/profile/start': async () => {
+      await profiling().start();
+      return resetCounters(counter);
+    },
+    /** Writes the profile since `profile/start` (to `body.file`, if given); returns the counters. */
+    'POST /__bench/profile/stop': async (body: { file?: string }) => {
+      const { file } = await profiling().stop(body.file);
+      return { file, counter };
+    },
     'POST /__bench/reset': async () => {
       await db.execute(sql`TRUNCATE bench_orders, idem_records RESTART IDENTITY`);
       return resetCounters(counter);
@@ -137,5 +157,6 @@ function resetCounters(counter: StatementCounter): StatementCounter {
   counter.byVerb = {};
   if (counter.wire !== null) counter.wire = 0;
   counter.outageHits = 0;
+  counter.requests = 0;
   return counter;
 }

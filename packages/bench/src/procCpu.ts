@@ -47,6 +47,15 @@ export function procCpu(pid: number, tid?: number): ProcCpu | null {
   };
 }
 
+/** The thread ids of a process (`/proc/<pid>/task`); empty when it is gone. */
+export function threadIds(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).map(Number);
+  } catch {
+    return [];
+  }
+}
+
 /** Every process on the machine named `comm` (e.g. `postgres`: the server and all its children). */
 export function processesNamed(comm: string): ProcCpu[] {
   let entries: string[];

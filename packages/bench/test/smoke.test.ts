@@ -128,6 +128,7 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     expect(Number.isInteger(variant.requests) && variant.requests > 0).toBe(true);
     for (const us of [variant.mainThreadUs, variant.sampledWallUs, variant.serverUs]) positive(us);
     positive(variant.loadGeneratorUs);
+    expect(variant.profilerUs).toBeGreaterThanOrEqual(0);
     expect(variant.totalUs).toBeGreaterThanOrEqual(variant.serverUs);
     // The categories split the main thread's CPU: they add up to it, none below zero.
     const { idle, ...busy } = variant.categories;
@@ -135,8 +136,10 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     for (const us of Object.values(busy)) expect(us).toBeGreaterThanOrEqual(0);
     const sum = Object.values(busy).reduce((a, b) => a + b, 0);
     expect(Math.abs(sum - variant.mainThreadUs)).toBeLessThan(1e-6 * variant.mainThreadUs);
-    if (db === 'postgres') expect(variant.postgresUs).toBeGreaterThanOrEqual(0);
-    else expect(variant.postgresUs).toBeNull();
+    if (db === 'postgres') {
+      expect(variant.postgresUs).toBeGreaterThanOrEqual(0);
+      expect(variant.postgresBackends).toBeGreaterThan(0);
+    } else expect(variant.postgresUs).toBeNull();
   }
   expect(budget.plain.statementsPerRequest).toBe(budget.roundTrips.drizzlePlain);
   expect(budget.idem.statementsPerRequest).toBe(budget.roundTrips.drizzleIdem);

@@ -7,7 +7,7 @@ import {
   type FunctionCost,
 } from '../attributeProfile.js';
 import type { StatementCounter } from '../benchControl.js';
-import { cpuBetween, procCpu, processesNamed, type ProcCpu } from '../procCpu.js';
+import { cpuBetween, procCpu, processesNamed, threadIds, type ProcCpu } from '../procCpu.js';
 import { startServer, type BenchServer } from '../processes.js';
 import type { Category } from '../profileCategories.js';
 import { spread } from '../stats.js';
@@ -37,10 +37,20 @@ export interface BudgetVariant {
    * preempted while running JS (2 shared cores): a sample lasts until the next one, on the clock.
    */
   sampledWallUs: number;
-  /** The server process, all threads (`/proc/<pid>/stat`): JIT, GC helpers, libuv, profiler too. */
+  /**
+   * The server process, all threads (`/proc/<pid>/stat`: JIT, GC helpers, libuv) but the
+   * profiler's sampling thread.
+   */
   serverUs: number;
+  /**
+   * The profiler's sampling thread (the thread `profile/start` created), not in `serverUs`: a
+   * cost per second (about 4% of a core when idle), so per request it grows as throughput falls.
+   */
+  profilerUs: number;
   /** The PostgreSQL backends of the bench database (`/proc`); null on PGlite. */
   postgresUs: number | null;
+  /** How many backends of the bench database were read (at the end of the last window). */
+  postgresBackends: number | null;
   /**
    * Every other `postgres` process on the machine (WAL writer, checkpointer, ... and other users'
    * work on a shared server); not in `totalUs`. Null on PGlite.
@@ -91,8 +101,10 @@ interface Totals {
   functions: Map<string, FunctionCost>;
   sampledWallUs: number;
   serverUs: number;
+  profilerUs: number;
   postgresUs: number;
   postgresAllUs: number;
+  postgresBackends: number;
   loadGeneratorUs: number;
   throughputs: number[];
   serverUsByWindow: number[];
@@ -131,8 +143,10 @@ export async function measureBudget(ctx: SectionContext): Promise<BudgetResult> 
       functions: new Map(),
       sampledWallUs: 0,
       serverUs: 0,
+      profilerUs: 0,
       postgresUs: 0,
       postgresAllUs: 0,
+      postgresBackends: 0,
       loadGeneratorUs: 0,
       throughputs: [],
       serverUsByWindow: [],
@@ -193,9 +207,11 @@ async function profileWindow(
 ): Promise<void> {
   const { pid } = await server.get<{ pid: number }>('info');
   await server.post('reset');
+  const threads = new Set(threadIds(pid));
   await server.post('profile/start');
+  const profilerThreads = threadIds(pid).filter((tid) => !threads.has(tid));
   const backendsBefore = (await ctx.database?.backendPids()) ?? [];
-  const before = readCpu(pid, backendsBefore);
+  const before = readCpu(pid, profilerThreads, backendsBefore);
   const result = await ctx.worker.run(
     loopJob(ctx, {
       url: server.url,
@@ -207,7 +223,7 @@ async function profileWindow(
     jobTimeout(ctx),
   );
   const backendsAfter = (await ctx.database?.backendPids()) ?? [];
-  const after = readCpu(pid, [...new Set([...backendsBefore, ...backendsAfter])]);
+  const after = readCpu(pid, profilerThreads, [...new Set([...backendsBefore, ...backendsAfter])]);
   const { counter } = await server.post<{ counter: StatementCounter }>('profile/stop', { file });
 
   if (counter.requests !== result.keysUsed || result.statuses['200'] !== result.requests) {
@@ -233,25 +249,32 @@ async function profileWindow(
     into.functions.set(key, entry);
   }
   into.sampledWallUs += busyUs;
-  const serverUs = cpuBetween(before.server, after.server);
+  const profilerUs = cpuBetween(before.profiler, after.profiler);
+  const serverUs = cpuBetween(before.server, after.server) - profilerUs;
+  into.profilerUs += profilerUs;
   into.requests += counter.requests;
   into.statements += counter.statements;
   into.serverUs += serverUs;
   into.postgresUs += cpuBetween(before.backends, after.backends);
   into.postgresAllUs += cpuBetween(before.postgres, after.postgres);
+  into.postgresBackends = after.backends.length;
   into.loadGeneratorUs += result.cpuUs ?? Number.NaN;
   into.throughputs.push(result.throughput);
   into.serverUsByWindow.push(serverUs / counter.requests);
   into.profiles.push(file);
 }
 
-/** CPU so far of the server process, of the bench database's backends, of every `postgres`. */
-function readCpu(serverPid: number, backendPids: number[]) {
+/**
+ * CPU so far of the server process, its main thread and its profiler's threads, of the bench
+ * database's backends, and of every `postgres` process.
+ */
+function readCpu(serverPid: number, profilerThreads: number[], backendPids: number[]) {
   const present = (p: ProcCpu | null): p is ProcCpu => p !== null;
   return {
     server: [procCpu(serverPid)].filter(present),
     mainThread: [procCpu(serverPid, serverPid)].filter(present),
-    backends: backendPids.map(procCpu).filter(present),
+    profiler: profilerThreads.map((tid) => procCpu(serverPid, tid)).filter(present),
+    backends: backendPids.map((p) => procCpu(p)).filter(present),
     postgres: backendPids.length > 0 ? processesNamed('postgres') : [],
   };
 }
@@ -275,7 +298,9 @@ function perRequest(variant: Variant, t: Totals, postgres: boolean): BudgetVaria
     mainThreadUs,
     sampledWallUs: per(t.sampledWallUs),
     serverUs,
+    profilerUs: per(t.profilerUs),
     postgresUs,
+    postgresBackends: postgres ? t.postgresBackends : null,
     postgresRestUs: postgres ? per(t.postgresAllUs - t.postgresUs) : null,
     loadGeneratorUs,
     totalUs: serverUs + (postgresUs ?? 0) + loadGeneratorUs,

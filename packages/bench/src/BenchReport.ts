@@ -1,3 +1,4 @@
+import type { BudgetResult } from './sections/measureBudget.js';
 import type { ClientResult } from './sections/measureClient.js';
 import type { OverheadLevel } from './sections/measureOverhead.js';
 import type { ReplayLevel } from './sections/measureReplay.js';
@@ -42,6 +43,7 @@ export interface BenchReport {
   client?: ClientResult | { error: string };
   storm?: StormResult | { error: string };
   scale?: ScaleResult | { error: string };
+  budget?: BudgetResult | { error: string };
   targets: TargetResult[];
 }
 

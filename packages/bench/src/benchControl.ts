@@ -3,6 +3,7 @@ import type { RecoveryStore } from '@idem/contract';
 import { createReaper, type Reaper } from '@idem/server';
 import { sql, type SQL } from 'drizzle-orm';
 import type { HandlerInvocations } from './benchApp.js';
+import type { CpuProfiler } from './cpuProfiler.js';
 import { seedRecords, type SeedPlan } from './seedRecords.js';
 
 /** Statements this server process sent, counted by its Drizzle logger (and driver hook). */
@@ -22,6 +23,8 @@ export interface StatementCounter {
   invocations: HandlerInvocations;
   /** Requests answered 503 by the outage path. */
   outageHits: number;
+  /** Requests handed to the measured router (everything but `/__bench/` and the outage path). */
+  requests: number;
 }
 
 export function newCounter(countWire: boolean): StatementCounter {
@@ -32,6 +35,7 @@ export function newCounter(countWire: boolean): StatementCounter {
     roundTrips: countWire ? 0 : null,
     invocations: { plain: 0, idem: 0 },
     outageHits: 0,
+    requests: 0,
   };
 }
 
@@ -50,6 +54,8 @@ interface ControlDeps {
   db: { execute(query: SQL): Promise<unknown> };
   store: RecoveryStore<unknown>;
   counter: StatementCounter;
+  /** The server's CPU profiler, when it was started with `BENCH_CPU_PROFILE`. */
+  profiler: CpuProfiler | null;
   info: Record<string, unknown>;
 }
 
@@ -58,7 +64,7 @@ interface ControlDeps {
  * router): counters, table resets, bulk seeding and the reaper, so that the orchestrator drives
  * PGlite (which lives inside this process) and PostgreSQL the same way.
  */
-export function createBenchControl({ db, store, counter, info }: ControlDeps) {
+export function createBenchControl({ db, store, counter, profiler, info }: ControlDeps) {
   let reaper: Reaper | null = null;
   let run: ReaperRun | null = null;
   const rows = async (query: SQL) => {
@@ -66,10 +72,25 @@ export function createBenchControl({ db, store, counter, info }: ControlDeps) {
     return (Array.isArray(result) ? result : (result.rows ?? [])) as Record<string, unknown>[];
   };
 
+  const profiling = () => {
+    if (!profiler) throw new Error('start the bench server with BENCH_CPU_PROFILE=<file>');
+    return profiler;
+  };
+
   const routes: Record<string, (body: any) => Promise<unknown>> = {
     'GET /__bench/info': async () => info,
     'GET /__bench/stats': async () => counter,
     'POST /__bench/counters/reset': async () => resetCounters(counter),
+    /** Restarts the CPU profiler (discarding what it sampled so far) and resets the counters. */
+    'POST /__bench/profile/start': async () => {
+      await profiling().start();
+      return resetCounters(counter);
+    },
+    /** Writes the profile since `profile/start` (to `body.file`, if given); returns the counters. */
+    'POST /__bench/profile/stop': async (body: { file?: string }) => {
+      const { file } = await profiling().stop(body.file);
+      return { file, counter };
+    },
     'POST /__bench/reset': async () => {
       await db.execute(sql`TRUNCATE bench_orders, idem_records RESTART IDENTITY`);
       return resetCounters(counter);
@@ -155,5 +176,6 @@ function resetCounters(counter: StatementCounter): StatementCounter {
   counter.invocations.plain = 0;
   counter.invocations.idem = 0;
   counter.outageHits = 0;
+  counter.requests = 0;
   return counter;
 }

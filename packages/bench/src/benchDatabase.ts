@@ -10,6 +10,8 @@ export interface BenchDatabase extends AsyncDisposable {
   /** Samples connections to the bench database every few ms until the returned stop is called. */
   sampleConnections(): () => Promise<ConnectionPeak>;
   connections(): Promise<ConnectionPeak>;
+  /** Process ids of the backends connected to the bench database now (`pg_stat_activity`). */
+  backendPids(): Promise<number[]>;
 }
 
 /** Backends connected to the bench database: all of them, and those not idle. */
@@ -38,6 +40,11 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
       from pg_stat_activity where datname = ${name}`) as unknown as [ConnectionPeak];
     return { total: row.total, active: row.active, samples: 1 };
   };
+  const backendPids = async (): Promise<number[]> => {
+    const rows = (await admin`
+      select pid from pg_stat_activity where datname = ${name}`) as unknown as { pid: number }[];
+    return rows.map((row) => Number(row.pid));
+  };
   let dropped = false;
   const drop = async () => {
     if (dropped) return;
@@ -53,6 +60,7 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
     url: url.toString(),
     serverVersion: version,
     connections,
+    backendPids,
     sampleConnections() {
       const peak: ConnectionPeak = { total: 0, active: 0, samples: 0 };
       let running = true;

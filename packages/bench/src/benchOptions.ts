@@ -1,6 +1,14 @@
 import { fileURLToPath } from 'node:url';
 
-export const SECTIONS = ['statements', 'overhead', 'replay', 'client', 'storm', 'scale'] as const;
+export const SECTIONS = [
+  'statements',
+  'overhead',
+  'replay',
+  'client',
+  'storm',
+  'scale',
+  'budget',
+] as const;
 export type SectionName = (typeof SECTIONS)[number];
 
 /** How big each measurement is: the full run, or the smoke run CI uses so the bench never rots. */
@@ -33,7 +41,13 @@ export interface BenchProfile {
     concurrency: number;
   };
   client: { levels: number[] };
+  /** The client's retry budget (the `client` section). */
   budget: { calls: number; backoffBaseMs: number };
+  /**
+   * The per-request CPU budget (the `budget` section): connections, profiled windows of
+   * `durationMs` per variant (after `serverWarmupMs` of warm-up), and V8's sampling interval.
+   */
+  cpuBudget: { concurrency: number; windows: number; samplingIntervalUs: number };
 }
 
 export const FULL: BenchProfile = {
@@ -54,6 +68,7 @@ export const FULL: BenchProfile = {
   },
   client: { levels: [1, 32] },
   budget: { calls: 1_000, backoffBaseMs: 500 },
+  cpuBudget: { concurrency: 8, windows: 3, samplingIntervalUs: 500 },
 };
 
 export const SMOKE: BenchProfile = {
@@ -74,6 +89,7 @@ export const SMOKE: BenchProfile = {
   },
   client: { levels: [8] },
   budget: { calls: 50, backoffBaseMs: 5 },
+  cpuBudget: { concurrency: 8, windows: 1, samplingIntervalUs: 500 },
 };
 
 export interface BenchOptions {

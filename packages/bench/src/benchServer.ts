@@ -5,13 +5,13 @@
  * business table first. `COUNT_WIRE=1` (PostgreSQL) also counts every statement postgres.js
  * sends, BEGIN and COMMIT included, through its `debug` hook, which captures a stack trace per
  * query: use it for counting runs only, never timed ones. With it, each connection's socket is
- * wrapped to count its writes: the round trips (see `countingSocket`).
- * `BENCH_CPU_PROFILE=<file>` writes a V8 CPU profile of the process (open it in Chrome DevTools)
- * when it stops. Prints `listening <url>`.
+ * wrapped to count its writes: the round trips (see `countingSocket`). `BENCH_CPU_PROFILE=<file>`
+ * profiles the process's CPU from its start (V8 sampler, every `BENCH_CPU_PROFILE_INTERVAL_US` µs,
+ * default 1000) and writes the profile (open it in Chrome DevTools) when it stops;
+ * `/__bench/profile/start` and `/__bench/profile/stop` restart it and write it on demand, to
+ * profile a window only. Prints `listening <url>`.
  */
-import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { Session } from 'node:inspector';
 import { connect as connectSocket, type AddressInfo, type Socket } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import type { RecoveryStore } from '@idem/contract';
@@ -28,10 +28,20 @@ import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { createBenchApp, createBenchTables, OUTAGE_PATH } from './benchApp.js';
 import { createBenchControl, newCounter } from './benchControl.js';
+import { createCpuProfiler } from './cpuProfiler.js';
 
 const kind = process.env.BENCH_DB === 'postgres' ? 'postgres' : 'pglite';
 const poolMax = Number(process.env.POOL_MAX ?? 10);
 const counter = newCounter(kind === 'postgres' && process.env.COUNT_WIRE === '1');
+const profiler = process.env.BENCH_CPU_PROFILE
+  ? createCpuProfiler(
+      process.env.BENCH_CPU_PROFILE,
+      process.env.BENCH_CPU_PROFILE_INTERVAL_US
+        ? Number(process.env.BENCH_CPU_PROFILE_INTERVAL_US)
+        : undefined,
+    )
+  : null;
+await profiler?.start();
 const logger: Logger = {
   logQuery(query) {
     counter.statements += 1;
@@ -83,6 +93,7 @@ const control = createBenchControl({
   db,
   store: store as unknown as RecoveryStore<unknown>,
   counter,
+  profiler,
   info: { kind, databaseVersion, poolMax: kind === 'postgres' ? poolMax : 1, pid: process.pid },
 });
 const outageBody = JSON.stringify({
@@ -137,6 +148,7 @@ const server = createServer((req, res) => {
     res.writeHead(503, { 'content-type': 'application/json' });
     return void res.end(outageBody);
   }
+  counter.requests += 1;
   trpc(req, res);
 });
 // Idle keep-alive sockets of the load generator must survive the pauses between runs.
@@ -146,28 +158,13 @@ await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', 1024, resolve
 const { port } = server.address() as AddressInfo;
 process.stdout.write(`listening http://127.0.0.1:${port}\n`);
 
-const profiler = process.env.BENCH_CPU_PROFILE
-  ? startProfiler(process.env.BENCH_CPU_PROFILE)
-  : null;
-
 process.on('SIGTERM', () => {
   server.closeAllConnections();
   server.close();
-  void Promise.all([close(), profiler?.()]).finally(() => process.exit(0));
+  void Promise.allSettled([close(), profiler?.running && profiler.stop()]).finally(() =>
+    process.exit(0),
+  );
 });
-
-function startProfiler(file: string): () => Promise<void> {
-  const session = new Session();
-  session.connect();
-  session.post('Profiler.enable', () => session.post('Profiler.start'));
-  return () =>
-    new Promise((resolve) =>
-      session.post('Profiler.stop', (error, result) => {
-        if (!error) writeFileSync(file, JSON.stringify(result.profile));
-        resolve();
-      }),
-    );
-}
 
 function accountOf(headers: IncomingHttpHeaders): string | null {
   const match = /^Bearer (acct_[A-Za-z0-9_-]+)$/.exec(headers.authorization ?? '');

@@ -13,6 +13,7 @@ import type { BenchReport } from './BenchReport.js';
 import { judgeTargets } from './judgeTargets.js';
 import { printReport } from './printReport.js';
 import { startServer, startWorker } from './processes.js';
+import { measureBudget } from './sections/measureBudget.js';
 import { measureClient } from './sections/measureClient.js';
 import { measureOverhead } from './sections/measureOverhead.js';
 import { measureReplay } from './sections/measureReplay.js';
@@ -28,6 +29,7 @@ const RUNNERS: Record<SectionName, (ctx: SectionContext) => Promise<unknown>> = 
   client: measureClient,
   storm: measureStorm,
   scale: measureScale,
+  budget: measureBudget,
 };
 
 const options = parseBenchArgs(process.argv.slice(2), process.env);

@@ -44,6 +44,8 @@ export interface ClosedLoopResult {
   replayed: number;
   /** Pairs of [start epoch ms, latency ms], when asked for. */
   samples?: [number, number][];
+  /** CPU time (user + system, all threads) the load generator spent on the whole run, in µs. */
+  cpuUs?: number;
 }
 
 /** Every request at once: the same key, spread round-robin over `urls`, one socket each. */

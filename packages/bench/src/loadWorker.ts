@@ -15,6 +15,7 @@ async function runClosedLoop(job: ClosedLoopJob): Promise<ClosedLoopResult> {
   const body = JSON.stringify(job.input);
   const base = { authorization: `Bearer ${job.account}` };
   const keys = job.keys;
+  const cpuBefore = process.cpuUsage();
   try {
     const result = await closedLoop({
       concurrency: job.concurrency,
@@ -33,7 +34,8 @@ async function runClosedLoop(job: ClosedLoopJob): Promise<ClosedLoopResult> {
         return httpPost(agent, url, job.path, body, headers);
       },
     });
-    return { ...result, keysUsed: result.issued };
+    const cpu = process.cpuUsage(cpuBefore);
+    return { ...result, keysUsed: result.issued, cpuUs: cpu.user + cpu.system };
   } finally {
     agent.destroy();
   }

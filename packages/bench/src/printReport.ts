@@ -1,5 +1,7 @@
 import { isError, type BenchReport } from './BenchReport.js';
+import { printBudget } from './printBudget.js';
 import type { Spread } from './stats.js';
+import { table } from './textTable.js';
 
 /** `median [min-max]`, with `digits` decimals. */
 function s(value: Spread, digits = 2): string {
@@ -7,18 +9,6 @@ function s(value: Spread, digits = 2): string {
   return value.runs.length > 1
     ? `${f(value.median)} [${f(value.min)}-${f(value.max)}]`
     : f(value.median);
-}
-
-function table(title: string, head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i]!))
-      .join('  ')
-      .trimEnd();
-  return [`\n${title}`, line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join(
-    '\n',
-  );
 }
 
 /** The report as readable tables. */
@@ -36,7 +26,7 @@ export function printReport(report: BenchReport): string {
   const failed = (name: string, value: unknown) =>
     isError(value) && out.push(`\n${name}: FAILED: ${value.error}`);
 
-  const { statements, overhead, replay, client, storm, scale } = report;
+  const { statements, overhead, replay, client, storm, scale, budget } = report;
   failed('statements', statements);
   if (statements && !isError(statements)) {
     const verbs = (v: Record<string, number>) =>
@@ -269,6 +259,8 @@ export function printReport(report: BenchReport): string {
         ),
       );
   }
+  failed('budget', budget);
+  if (budget && !isError(budget)) out.push(printBudget(budget));
   out.push(
     table(
       'Targets (issues 6 and 14), judged on medians',

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { adminUrl, postgresAvailable } from '@idem/testing';
 import { describe, expect, it } from 'vitest';
 import type { BenchReport } from '../src/BenchReport.js';
+import type { BudgetResult } from '../src/sections/measureBudget.js';
 import type { ClientResult } from '../src/sections/measureClient.js';
 import type { OverheadLevel } from '../src/sections/measureOverhead.js';
 import type { ReplayLevel } from '../src/sections/measureReplay.js';
@@ -138,6 +139,34 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
   if ('skipped' in scale.reaper) throw new Error(`reaper skipped: ${scale.reaper.skipped}`);
   for (const run of scale.reaper.runs) positive(run.deleted);
   sane(scale.reaper.rowsPerSecond);
+
+  const budget = report.budget as BudgetResult;
+  for (const variant of [budget.plain, budget.idem]) {
+    expect(Number.isInteger(variant.requests) && variant.requests > 0).toBe(true);
+    for (const us of [variant.mainThreadUs, variant.sampledWallUs, variant.serverUs]) positive(us);
+    positive(variant.loadGeneratorUs);
+    expect(variant.profilerUs).toBeGreaterThanOrEqual(0);
+    expect(variant.totalUs).toBeGreaterThanOrEqual(variant.serverUs);
+    // The categories split the main thread's CPU: they add up to it, none below zero.
+    const { idle, ...busy } = variant.categories;
+    expect(idle).toBeGreaterThanOrEqual(0);
+    for (const us of Object.values(busy)) expect(us).toBeGreaterThanOrEqual(0);
+    const sum = Object.values(busy).reduce((a, b) => a + b, 0);
+    expect(Math.abs(sum - variant.mainThreadUs)).toBeLessThan(1e-6 * variant.mainThreadUs);
+    if (db === 'postgres') {
+      expect(variant.postgresUs).toBeGreaterThanOrEqual(0);
+      expect(variant.postgresBackends).toBeGreaterThan(0);
+    } else expect(variant.postgresUs).toBeNull();
+  }
+  expect(budget.plain.statementsPerRequest).toBe(budget.roundTrips.drizzlePlain);
+  expect(budget.idem.statementsPerRequest).toBe(budget.roundTrips.drizzleIdem);
+  expect(budget.roundTrips.drizzleIdem).toBeGreaterThan(budget.roundTrips.drizzlePlain);
+  if (db === 'postgres') {
+    expect(budget.roundTrips.plain).toBe(budget.roundTrips.drizzlePlain + 2); // BEGIN, COMMIT
+    expect(budget.roundTrips.idem).toBe(budget.roundTrips.drizzleIdem + 2);
+  } else expect(budget.roundTrips.plain).toBeNull();
+  expect(budget.idemTop.length).toBeGreaterThan(0);
+  for (const f of budget.idemTop) positive(f.us);
 
   expect(report.targets.length).toBeGreaterThan(5);
   for (const target of report.targets) {

@@ -102,7 +102,7 @@ export function createAppRouter(options: AppRouterOptions) {
 
   const router = t.router({
     orders: t.router({
-      /** Local mode: the claim, the order row and the stored result commit in one transaction. */
+      /** Local mode: the order row and its stored result (the key, taken at commit) commit together. */
       create: authed
         .input(CreateOrderInput)
         .concat(idem.procedure())

@@ -141,7 +141,7 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * authentication: `authed.input(schema).concat(idem.procedure()).mutation(...)`.
    *
    * Local mode (the default): the handler's writes go through `ctx.idem.tx` and commit together
-   * with the claim and the stored result.
+   * with the key and the stored result (the key is taken at commit unless `claim: 'first'`).
    */
   procedure(
     options?: IdemProcedureOptions & { mode?: 'local'; respond?: 'result' },

@@ -28,6 +28,48 @@ export async function executeAtCommit(
   job: IdemJob,
   claimFirst: (job: IdemJob) => Promise<NextResult>,
 ): Promise<NextResult> {
+  // One request per key at a time in this process: a duplicate that arrives while another
+  // request of this process runs the key waits for it (at most lockTimeoutMs, as it would behind
+  // a claim), then reads the key and replays. Without this, a burst of duplicates would all read
+  // "free" before the first commits and each run its handler to roll it back. Duplicates in other
+  // processes are still decided by the unique index (commitStatements.ts).
+  const { inFlight } = job.runtime;
+  const key = `${job.claim.scope}\u0000${job.claim.procedure}\u0000${job.claim.keyHash}`;
+  const deadline = Date.now() + job.options.lockTimeoutMs;
+  for (let leader = inFlight.get(key); leader; leader = inFlight.get(key)) {
+    if (!(await settlesBefore(leader, deadline))) throw inProgress(job);
+    // Every waiter reads at once; only a key the leader left unsettled needs another leader.
+    const live = await readKey(job);
+    if (live !== null && settled(live)) return answerExisting(job, live);
+  }
+  const running = runKey(job, claimFirst);
+  inFlight.set(key, running);
+  try {
+    return await running;
+  } finally {
+    if (inFlight.get(key) === running) inFlight.delete(key);
+  }
+}
+
+/** Whether `leader` settles (either way) before `deadline` (epoch ms). */
+async function settlesBefore(leader: Promise<unknown>, deadline: number): Promise<boolean> {
+  const wait = deadline - Date.now();
+  if (wait <= 0) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => (timer = setTimeout(resolve, wait, false)));
+  try {
+    return await Promise.race([leader.then(yes, yes), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+const yes = () => true as const;
+
+/** The key's one request in this process: read, then run at commit or answer (see above). */
+async function runKey(
+  job: IdemJob,
+  claimFirst: (job: IdemJob) => Promise<NextResult>,
+): Promise<NextResult> {
   const live = await readKey(job);
   if (live !== null) return settled(live) ? answerExisting(job, live) : claimFirst(job);
 

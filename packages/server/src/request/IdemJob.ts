@@ -45,6 +45,11 @@ export interface IdemRuntime {
   queue: { maxDepth: number; retryAfterMs: number } | null;
   /** Paths of accepted procedures seen (requests, worker pools): the queue's depth counts them. */
   acceptedPaths: Set<string>;
+  /**
+   * Keys a local-mode request of this process is running at commit, by scope, procedure and key
+   * hash: a duplicate waits for it (executeAtCommit.ts) instead of running its handler too.
+   */
+  inFlight: Map<string, Promise<unknown>>;
   /** The secret key hashes are keyed with, and the previous ones checked on claim. */
   keySecrets: { current: string; previous: readonly string[] };
   /** Each procedure's replay window and retention, for writes outside a request (cancel). */

@@ -36,6 +36,7 @@ export function createIdemRuntime<TContext extends IdemContext, TTx>(
     keySecrets,
     queue: checkedQueue(options.queue),
     acceptedPaths: new Set(),
+    inFlight: new Map(),
     windows: new ProcedureWindowRegistry({
       replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
       retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,

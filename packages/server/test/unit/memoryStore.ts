@@ -311,6 +311,7 @@ export function unitJob(
     keySecrets: { current: 'k'.repeat(32), previous: [] },
     queue: null,
     acceptedPaths: new Set(),
+    inFlight: new Map(),
     windows: new ProcedureWindowRegistry({
       replayWindowMs: 86_400_000,
       retentionMs: 259_200_000,

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { initTRPC } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
-import type { IdemMeta } from '@idem/contract';
+import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { z } from 'zod';
 import {
@@ -198,5 +198,26 @@ describe('misplaced idem never answers wrongly', () => {
     const answer = await fetch(`${url}/read`, { headers: { 'Idempotency-Key': 'k' } });
     expect(answer.status).toBe(500);
     expect((await answer.json()).error.message).toMatch(/only mutations take idempotency keys/);
+  });
+});
+
+describe('options that cannot go together fail at start-up, naming the fix', () => {
+  const idem = createIdempotency({
+    keySecret: TEST_KEY_SECRET,
+    // Start-up checks read options only; the store is never called.
+    store: {} as RecoveryStore<unknown>,
+    scope: () => 'acct_x',
+  });
+
+  it("claim: 'at-commit' in external mode: a TypeError when the procedure is built", () => {
+    expect(() => idem.procedure({ mode: 'external', claim: 'at-commit' })).toThrow(TypeError);
+    expect(() => idem.procedure({ mode: 'external', claim: 'at-commit' })).toThrow(
+      /claim: 'at-commit' is for local mode; external mode always claims first.*Remove the claim option/,
+    );
+    // What it names as the fix, and the other combinations, are accepted.
+    expect(() => idem.procedure({ mode: 'external' })).not.toThrow();
+    expect(() => idem.procedure({ mode: 'external', claim: 'first' })).not.toThrow();
+    expect(() => idem.procedure({ claim: 'at-commit' })).not.toThrow();
+    expect(() => idem.procedure({ claim: 'first' })).not.toThrow();
   });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ClaimTiming } from '@idem/contract';
 import { postgresAvailable } from '@idem/testing';
 import { createPostgresJsStore } from '@idem/store-drizzle/postgres-js';
 import { sql } from 'drizzle-orm';
@@ -9,6 +10,7 @@ import { postgresEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import { spawnServer } from './fixtures/spawnServer.js';
 import { createTestApp, Gate } from './fixtures/testApp.js';
+import type { IdemServerEvent } from '../src/index.js';
 import { describeMetricsGates } from './metricsGates.js';
 import { describeOperationGates } from './operationGates.js';
 import { describeRecoveryGates } from './recoveryGates.js';
@@ -100,9 +102,14 @@ describe.skipIf(!available)('PostgreSQL', () => {
     ).toBe(199);
   });
 
-  it('runs 60 concurrent identical requests across two server processes once', async () => {
+  /**
+   * 60 concurrent requests with one key, spread over two server processes: one business row,
+   * one execution answered as executed, every other answer a replay of it or a 409 in progress.
+   * Returns the handler calls summed over both processes.
+   */
+  async function storm(claim: ClaimTiming): Promise<number> {
     await using env = await postgresEnv();
-    const processEnv = { DATABASE_URL: env.url!, WORK_MS: '150', POOL_MAX: '10' };
+    const processEnv = { DATABASE_URL: env.url!, WORK_MS: '150', POOL_MAX: '10', CLAIM: claim };
     const entry = new URL('./fixtures/serveProcess.ts', import.meta.url);
     await using a = await spawnServer(entry, processEnv);
     await using b = await spawnServer(entry, processEnv);
@@ -123,21 +130,36 @@ describe.skipIf(!available)('PostgreSQL', () => {
     for (const r of replayed) expect(r.text).toBe(executed[0]!.text);
     for (const r of conflicts)
       expect(r.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
-    // Handler calls summed over both processes, and business rows.
+    expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
+    expect(await env.count(sql`select 1 from idem_records where scope = ${acct}`)).toBe(1);
+    // Handler calls summed over both processes.
     const calls = await Promise.all(
       [a.url, b.url].map(
         async (url) => (await fetch(`${url}/stats`).then((r) => r.json())).result.data,
       ),
     );
-    const handlerCalls = calls.reduce((n, c) => n + (c['orders.create'] ?? 0), 0);
-    expect(handlerCalls).toBe(1);
-    expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
+    return calls.reduce((n, c) => n + (c['orders.create'] ?? 0), 0);
+  }
+
+  it('runs 60 concurrent identical requests across two server processes: one commits, the rolled-back runs leave nothing', async ({
+    annotate,
+  }) => {
+    // At commit, a duplicate that read the key before the winner committed runs its handler too;
+    // its transaction rolls back. How many did is reported, not bounded: it depends on timing.
+    const handlerCalls = await storm('at-commit');
+    await annotate(`handler calls for one committed execution: ${handlerCalls} of 60 requests`);
+    expect(handlerCalls).toBeGreaterThanOrEqual(1);
+    expect(handlerCalls).toBeLessThanOrEqual(60);
   });
 
-  it('answers a local-mode duplicate 409 once the bounded lock wait runs out, then replays after commit', async () => {
+  it('claim first: runs 60 concurrent identical requests across two server processes once', async () => {
+    expect(await storm('first')).toBe(1);
+  });
+
+  it('claim first: answers a duplicate 409 once the bounded lock wait runs out, then replays after commit', async () => {
     await using env = await postgresEnv();
     const gate = new Gate();
-    const app = createTestApp(env.store, { gate, lockTimeoutMs: 200 });
+    const app = createTestApp(env.store, { gate, lockTimeoutMs: 200, claim: 'first' });
     await using server = await serve(app.router);
     const acct = account();
     const first = post(server.url, 'orders.slow', order, { key: 'k-slow', account: acct });
@@ -154,6 +176,94 @@ describe.skipIf(!available)('PostgreSQL', () => {
     const replay = await post(server.url, 'orders.slow', order, { key: 'k-slow', account: acct });
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(app.counter.calls['orders.slow']).toBe(1);
+  });
+
+  it('at commit: a record that waits behind an uncommitted claim-first row past the lock timeout answers 409; after commit, a replay', async () => {
+    await using env = await postgresEnv();
+    // The same procedure served claim-first by one app (as during a deploy that changes it) and
+    // at commit by another, on one database.
+    const gate = new Gate();
+    const claimFirst = createTestApp(env.store, { gate, claim: 'first' });
+    const events: IdemServerEvent[] = [];
+    const atCommit = createTestApp(env.store, { lockTimeoutMs: 200, events });
+    await using holder = await serve(claimFirst.router);
+    await using server = await serve(atCommit.router);
+    const acct = account();
+    const first = post(holder.url, 'orders.slow', order, { key: 'k-held', account: acct });
+    // The claim is in, uncommitted, and the handler waits at the gate.
+    await expect.poll(() => claimFirst.counter.calls['orders.slow'] ?? 0).toBe(1);
+    const duplicate = await post(server.url, 'orders.slow', order, {
+      key: 'k-held',
+      account: acct,
+    });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect(duplicate.headers['retry-after']).toBe('1');
+    // It read no committed row, ran its handler, and its transaction rolled back.
+    expect(atCommit.counter.calls['orders.slow']).toBe(1);
+    expect(events.map((e) => (e.type === 'executed' ? `executed ${e.outcome}` : e.type))).toEqual([
+      'executed rolled-back',
+      'rejected',
+    ]);
+    gate.open();
+    const winner = await first;
+    expect(winner.status).toBe(200);
+    const replay = await post(server.url, 'orders.slow', order, { key: 'k-held', account: acct });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(winner.text);
+    expect(atCommit.counter.calls['orders.slow']).toBe(1);
+    expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
+  });
+
+  it('at commit: a record that waits behind another at-commit record whose COMMIT is held past the lock timeout answers 409; after commit, a replay', async () => {
+    await using env = await postgresEnv();
+    // A COMMIT that takes its time (a slow flush, a synchronous standby): orders of sku 'held'
+    // wait at commit, in a deferred trigger, for an advisory lock this test holds. By then the
+    // transaction's record is in the unique index, uncommitted.
+    await env.db.execute(sql`create function hold_commit() returns trigger language plpgsql
+      set lock_timeout = 0 as $$ begin perform pg_advisory_xact_lock(1414); return null; end $$`);
+    await env.db.execute(sql`create constraint trigger hold_commit after insert on test_orders
+      deferrable initially deferred for each row when (new.sku = 'held')
+      execute function hold_commit()`);
+    const holder = postgres(env.url!, { max: 1, onnotice: () => {} });
+    await using _holder = { [Symbol.asyncDispose]: () => holder.end({ timeout: 1 }) };
+    await holder`select pg_advisory_lock(1414)`;
+    const events: IdemServerEvent[] = [];
+    const app = createTestApp(env.store, { lockTimeoutMs: 200, events });
+    await using server = await serve(app.router);
+    const acct = account();
+    const held = { sku: 'held', quantity: 1 };
+    const first = post(server.url, 'orders.create', held, { key: 'k-commit', account: acct });
+    // Its handler ran and its record went out with the COMMIT, which now waits for the lock.
+    await expect
+      .poll(() =>
+        env.count(sql`select 1 from pg_locks where locktype = 'advisory' and not granted`),
+      )
+      .toBe(1);
+    const duplicate = await post(server.url, 'orders.create', held, {
+      key: 'k-commit',
+      account: acct,
+    });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect(duplicate.headers['retry-after']).toBe('1');
+    expect(app.counter.calls['orders.create']).toBe(2);
+    await holder`select pg_advisory_unlock(1414)`;
+    const winner = await first;
+    expect(winner.status).toBe(200);
+    expect(winner.headers['idempotent-replayed']).toBeUndefined();
+    const replay = await post(server.url, 'orders.create', held, {
+      key: 'k-commit',
+      account: acct,
+    });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.text).toBe(winner.text);
+    expect(app.counter.calls['orders.create']).toBe(2);
+    // The duplicate's order rolled back with its record.
+    expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
+    expect(
+      events.map((e) => (e.type === 'executed' ? `executed ${e.outcome}` : e.type)).sort(),
+    ).toEqual(['executed completed', 'executed rolled-back', 'rejected', 'replayed']);
   });
 
   it('answers 503 IDEMPOTENCY_STORE_UNAVAILABLE when the store is down, and runs nothing', async () => {

@@ -376,8 +376,23 @@ export function describeRecoveryGates(name: string, makeEnv: () => Promise<TestE
 
     it('a failure while saving the result rolls back the local writes and stores nothing', async () => {
       await using env = await makeEnv();
+      // At commit (the default): the record, the work's last statement, is refused by the database.
+      await using server = await paymentsServer(env, refuseRecordOnce(env.store));
+      const first = await server.call('createResource', { name: 'r1' }, 'k-save');
+      expect(first.status).toBe(503);
+      expect(first.json.error.data.idem.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
+      expect(await env.count(sql`select 1 from test_tokens`)).toBe(0);
+      expect(await env.count(sql`select 1 from idem_records where scope = ${acct}`)).toBe(0);
+      const retry = await server.call('createResource', { name: 'r1' }, 'k-save');
+      expect(retry.status).toBe(200);
+      expect(retry.headers['idempotent-replayed']).toBeUndefined();
+      expect(await env.count(sql`select 1 from test_tokens`)).toBe(1);
+    });
+
+    it('claim first: a failure of the completion rolls back the claim and the local writes', async () => {
+      await using env = await makeEnv();
       const failing = failOnce(env.store, 'complete');
-      await using server = await paymentsServer(env, failing);
+      await using server = await paymentsServer(env, failing, { claim: 'first' });
       const first = await server.call('createResource', { name: 'r1' }, 'k-save');
       expect(first.status).toBe(503);
       expect(first.json.error.data.idem.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
@@ -475,6 +490,29 @@ async function stateOf(env: TestEnv): Promise<string> {
 }
 
 /** The store, but `method` throws the first time it is called (a store failure at that step). */
+/**
+ * `store` whose first record taken at commit the database refuses (a state its CHECK constraint
+ * does not admit): the record statement fails after the work ran, inside the work's transaction.
+ */
+function refuseRecordOnce(store: RecoveryStore<any>): RecoveryStore<any> {
+  let refused = false;
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property !== 'commitWithRecord') return value.bind(target);
+      const commitWithRecord: RecoveryStore<any>['commitWithRecord'] = (work) =>
+        target.commitWithRecord(async (tx) => {
+          const done = await work(tx);
+          if (refused) return done;
+          refused = true;
+          return { ...done, record: { ...done.record, state: 'REFUSED' as 'COMPLETED' } };
+        });
+      return commitWithRecord;
+    },
+  });
+}
+
 function failOnce<T extends object>(store: T, method: keyof T & string): T {
   let failed = false;
   return new Proxy(store, {

@@ -151,7 +151,7 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * runs outside any transaction, the result is written conditioned on the record version.
    */
   procedure(
-    options: IdemProcedureOptions & { mode: 'external'; respond?: 'result' },
+    options: IdemProcedureOptions & { mode: 'external'; respond?: 'result'; claim?: 'first' },
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>>;
   /**
    * Long-running work (`respond: 'accepted'`, external mode): every request is answered 202 with
@@ -160,7 +160,7 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * (its result is read with `operationStatus`).
    */
   procedure(
-    options: IdemProcedureOptions & { mode: 'external'; respond: 'accepted' },
+    options: IdemProcedureOptions & { mode: 'external'; respond: 'accepted'; claim?: 'first' },
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>, AcceptedOperation>;
 }
 

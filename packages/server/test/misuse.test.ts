@@ -209,8 +209,10 @@ describe('options that cannot go together fail at start-up, naming the fix', () 
     scope: () => 'acct_x',
   });
 
-  it("claim: 'at-commit' in external mode: a TypeError when the procedure is built", () => {
+  it("claim: 'at-commit' in external mode: a type error, and a TypeError when the procedure is built", () => {
+    // @ts-expect-error external mode claims first: 'at-commit' does not compile
     expect(() => idem.procedure({ mode: 'external', claim: 'at-commit' })).toThrow(TypeError);
+    // @ts-expect-error (the same misuse, for the message)
     expect(() => idem.procedure({ mode: 'external', claim: 'at-commit' })).toThrow(
       /claim: 'at-commit' is for local mode; external mode always claims first.*Remove the claim option/,
     );
@@ -219,5 +221,16 @@ describe('options that cannot go together fail at start-up, naming the fix', () 
     expect(() => idem.procedure({ mode: 'external', claim: 'first' })).not.toThrow();
     expect(() => idem.procedure({ claim: 'at-commit' })).not.toThrow();
     expect(() => idem.procedure({ claim: 'first' })).not.toThrow();
+  });
+
+  it("an app default of claim: 'at-commit' is for its local procedures: external ones still build", () => {
+    const withDefault = createIdempotency({
+      keySecret: TEST_KEY_SECRET,
+      store: {} as RecoveryStore<unknown>,
+      scope: () => 'acct_x',
+      defaults: { claim: 'at-commit' },
+    });
+    expect(() => withDefault.procedure({ mode: 'external' })).not.toThrow();
+    expect(() => withDefault.procedure()).not.toThrow();
   });
 });

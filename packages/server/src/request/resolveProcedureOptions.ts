@@ -28,7 +28,8 @@ export function resolveProcedureOptions(
     retentionMs: merged.retentionMs ?? DEFAULT_RETENTION_MS,
     leaseMs: merged.leaseMs ?? DEFAULT_LEASE_MS,
     lockTimeoutMs: merged.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
-    claim: merged.claim ?? (merged.mode === 'external' ? 'first' : 'at-commit'),
+    // The app's default timing is for its local procedures: external mode always claims first.
+    claim: merged.mode === 'external' ? (rest.claim ?? 'first') : (merged.claim ?? 'at-commit'),
     failures: merged.failures ?? 'deterministic',
     scopeSuffix: merged.scopeSuffix,
     respond: merged.respond ?? 'result',

@@ -16,9 +16,10 @@ export interface IdemEventBase {
  *
  * - `executed`: this request ran the procedure; `outcome` says what was stored (`discarded`: the
  *   lease was lost and another worker owns the key; `unsettled`: an external call's outcome is
- *   unknown and awaits a lookup or an operator; `rolled-back`: the key was taken at commit and a
- *   concurrent request's record committed first, so this run's transaction rolled back and the
- *   request answers with that request's outcome).
+ *   unknown and awaits a lookup or an operator; `rolled-back`: the key was taken at commit and this
+ *   run's transaction rolled back because another request held the key: a concurrent request's
+ *   record committed first (the request answers with that outcome when it is a stored one) or
+ *   its uncommitted row outlasted `lockTimeoutMs` (409 in progress).
  * - `replayed`: a stored outcome was replayed; the procedure did not run.
  * - `rejected`: idem refused the request (`reason`: bad key, reused key, in progress, ...).
  * - `store-error`: the key store failed; the request was answered 503 and nothing was stored.

@@ -393,3 +393,66 @@ describe('executeLocal: which path takes the key', () => {
     expect([...store.rows.values()]).toMatchObject([{ state: 'COMPLETED', attempts: 2 }]);
   });
 });
+
+describe('duplicates within one process', () => {
+  /** Two requests with the same key on one runtime (one server process). */
+  function twoOnOneProcess(lockTimeoutMs: number) {
+    const store = new MemoryStore();
+    const first = unitJob(store, { procedure: { claim: 'at-commit', lockTimeoutMs } });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let runs = 0;
+    const leader: IdemJob = {
+      ...first.job,
+      next: async () => {
+        runs += 1;
+        await gate;
+        return { ok: true, data: { id: 7 }, marker: trpcMiddlewareMarker };
+      },
+    };
+    const duplicate: IdemJob = {
+      ...first.job,
+      next: async () => {
+        runs += 1;
+        return { ok: true, data: { id: 8 }, marker: trpcMiddlewareMarker };
+      },
+    };
+    return { leader, duplicate, open, runs: () => runs, events: first.events };
+  }
+  const claimFirst = () => Promise.reject(new Error('not this path'));
+
+  it('a duplicate waits for the request running the key, then replays it without running', async () => {
+    const { leader, duplicate, open, runs } = twoOnOneProcess(2_000);
+    const first = executeAtCommit(leader, claimFirst);
+    const second = executeAtCommit(duplicate, claimFirst);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runs()).toBe(1);
+    open();
+    expect(await first).toMatchObject({ ok: true, data: { id: 7 } });
+    expect(await second).toMatchObject({ ok: true, data: { id: 7 } });
+    expect(runs()).toBe(1);
+  });
+
+  it('the wait is bounded by lockTimeoutMs: then 409 in progress, and the handler never ran', async () => {
+    const { leader, duplicate, open, runs } = twoOnOneProcess(30);
+    const first = executeAtCommit(leader, claimFirst);
+    const refused = await executeAtCommit(duplicate, claimFirst).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(readIdemErrorCause(refused)?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect(runs()).toBe(1);
+    open();
+    expect(await first).toMatchObject({ ok: true });
+  });
+
+  it('a leader that left the key unsettled hands it to the next duplicate, which runs', async () => {
+    const { leader, duplicate, runs } = twoOnOneProcess(2_000);
+    const failingLeader: IdemJob = { ...leader, next: failing('INTERNAL_SERVER_ERROR') };
+    const first = executeAtCommit(failingLeader, claimFirst);
+    const second = executeAtCommit(duplicate, claimFirst);
+    expect(await first).toMatchObject({ ok: false });
+    expect(await second).toMatchObject({ ok: true, data: { id: 8 } });
+    expect(runs()).toBe(1); // the duplicate's own run (the failing leader does not count here)
+  });
+});

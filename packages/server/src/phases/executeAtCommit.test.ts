@@ -438,7 +438,7 @@ describe('duplicates within one process', () => {
     const first = executeAtCommit(leader, claimFirst);
     const refused = await executeAtCommit(duplicate, claimFirst).then(
       () => null,
-      (error: unknown) => error,
+      (error: Error) => error,
     );
     expect(readIdemErrorCause(refused)?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
     expect(runs()).toBe(1);

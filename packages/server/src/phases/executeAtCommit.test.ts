@@ -440,7 +440,7 @@ describe('duplicates within one process', () => {
       () => null,
       (error: Error) => error,
     );
-    expect(readIdemErrorCause(refused)?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect(readIdemErrorCause(refused ?? {})?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
     expect(runs()).toBe(1);
     open();
     expect(await first).toMatchObject({ ok: true });

@@ -5,9 +5,16 @@ export type KeyPlan =
   /** No key header. */
   | { kind: 'none' }
   /** `${prefix}-${n}` with n = 0, 1, 2, ... : a new key for every request. */
-  | { kind: 'fresh'; prefix: string }
+  | { kind: 'fresh'; prefix: string; attempt?: number }
   /** `${prefix}-${n}` with n cycling through 0 .. count-1: replays of an earlier fresh run. */
-  | { kind: 'cycle'; prefix: string; count: number };
+  | { kind: 'cycle'; prefix: string; count: number; attempt?: number };
+
+/**
+ * The `Idempotency-Attempt` idem's client link sends: 1 with a key's first request, 2 and up with
+ * its retries. A raw HTTP client sends none (`attempt` left out).
+ */
+export const FIRST_ATTEMPT = 1;
+export const RETRY_ATTEMPT = 2;
 
 /** A closed loop: `concurrency` connections, each sending its next request when one returns. */
 export interface ClosedLoopJob {

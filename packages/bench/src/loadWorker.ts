@@ -30,6 +30,9 @@ async function runClosedLoop(job: ClosedLoopJob): Promise<ClosedLoopResult> {
             : {
                 ...base,
                 'idempotency-key': `${keys.prefix}-${keys.kind === 'cycle' ? n % keys.count : n}`,
+                ...(keys.attempt !== undefined
+                  ? { 'idempotency-attempt': String(keys.attempt) }
+                  : {}),
               };
         return httpPost(agent, url, job.path, body, headers);
       },

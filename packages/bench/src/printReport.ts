@@ -47,14 +47,25 @@ export function printReport(report: BenchReport): string {
             verbs(statements.plain.byVerb),
           ],
           [
-            'idem.create, fresh key',
+            'idem.create, fresh key (attempt 1)',
             statements.fresh.perRequest.toFixed(2),
             wire(statements.fresh.wirePerRequest),
             wire(statements.fresh.roundTripsPerRequest ?? null),
             verbs(statements.fresh.byVerb),
           ],
+          ...(statements.freshRaw
+            ? [
+                [
+                  'idem.create, fresh key (no attempt header)',
+                  statements.freshRaw.perRequest.toFixed(2),
+                  wire(statements.freshRaw.wirePerRequest),
+                  wire(statements.freshRaw.roundTripsPerRequest ?? null),
+                  verbs(statements.freshRaw.byVerb),
+                ],
+              ]
+            : []),
           [
-            'idem.create, replay',
+            'idem.create, replay (a retry, attempt 2)',
             statements.replay.perRequest.toFixed(2),
             wire(statements.replay.wirePerRequest),
             wire(statements.replay.roundTripsPerRequest ?? null),
@@ -75,12 +86,14 @@ export function printReport(report: BenchReport): string {
   if (overhead && !isError(overhead)) {
     out.push(
       table(
-        'Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction',
+        "Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction.\nidem: as idem's client sends a fresh key (Idempotency-Attempt: 1, no read); raw: without the attempt header (the key is read first)",
         [
           'conns',
           'plain req/s',
           'idem req/s',
           'ratio',
+          'raw req/s',
+          'raw ratio',
           'plain p50',
           'idem p50',
           'plain p99',
@@ -91,6 +104,8 @@ export function printReport(report: BenchReport): string {
           s(l.plain.throughput, 0),
           s(l.idem.throughput, 0),
           s(l.throughputRatio),
+          l.idemRaw ? s(l.idemRaw.throughput, 0) : 'n/a',
+          l.rawThroughputRatio ? s(l.rawThroughputRatio) : 'n/a',
           s(l.plain.p50),
           s(l.idem.p50),
           s(l.plain.p99),

@@ -1,3 +1,4 @@
+import { FIRST_ATTEMPT } from '../jobs.js';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import {
@@ -216,7 +217,8 @@ async function profileWindow(
     loopJob(ctx, {
       url: server.url,
       path: `${variant}.create`,
-      keys: { kind: 'fresh', prefix: keyPrefix(`b-${variant}`) },
+      // As idem's client sends a fresh key (the plain variant ignores the header).
+      keys: { kind: 'fresh', prefix: keyPrefix(`b-${variant}`), attempt: FIRST_ATTEMPT },
       concurrency: ctx.profile.cpuBudget.concurrency,
       warmupMs: 0,
     }),

@@ -1,4 +1,4 @@
-import type { ClosedLoopResult } from '../jobs.js';
+import { FIRST_ATTEMPT, type ClosedLoopResult, type KeyPlan } from '../jobs.js';
 import { ratioSpread, type Spread } from '../stats.js';
 import {
   jobTimeout,
@@ -12,47 +12,63 @@ import {
 export interface OverheadLevel {
   concurrency: number;
   plain: RunsSummary;
+  /** The idempotent mutation as idem's client sends a fresh key (`Idempotency-Attempt: 1`). */
   idem: RunsSummary;
+  /** The same from a client that sends no `Idempotency-Attempt`: the key is read first. */
+  idemRaw?: RunsSummary;
   /** idem / plain throughput, run by run (each pair measured back to back). */
   throughputRatio: Spread;
+  /** idemRaw / plain throughput, run by run. */
+  rawThroughputRatio?: Spread;
   p50Ratio: Spread;
   p99Ratio: Spread;
 }
 
 /**
  * The idempotent mutation with a fresh key per request against the identical mutation without
- * idem, at each concurrency. Both run on freshly truncated tables; the order of the two
+ * idem, at each concurrency: as idem's client sends it (first attempt), and from a client that
+ * sends no attempt header. Both run on freshly truncated tables; the order of the two
  * alternates run by run, so that drift (autovacuum, caches, a noisy neighbour) hits both alike.
  */
 export async function measureOverhead(ctx: SectionContext): Promise<OverheadLevel[]> {
-  const runs = new Map<number, { plain: ClosedLoopResult[]; idem: ClosedLoopResult[] }>();
-  for (const c of ctx.profile.levels) runs.set(c, { plain: [], idem: [] });
+  type Variant = 'plain' | 'idem' | 'idemRaw';
+  const variants: Variant[] = ['plain', 'idem', 'idemRaw'];
+  const runs = new Map<number, Record<Variant, ClosedLoopResult[]>>();
+  for (const c of ctx.profile.levels) runs.set(c, { plain: [], idem: [], idemRaw: [] });
   for (let rep = 0; rep < ctx.profile.reps; rep++) {
     for (const concurrency of ctx.profile.levels) {
-      const order = rep % 2 === 0 ? (['plain', 'idem'] as const) : (['idem', 'plain'] as const);
+      // The order rotates run by run, so that drift hits every variant alike.
+      const order = variants.map((_, i) => variants[(i + rep) % variants.length]!);
       for (const variant of order) {
         await ctx.server.post('reset');
+        const prefix = keyPrefix(`o${concurrency}`);
+        const keys: KeyPlan =
+          variant === 'idem'
+            ? { kind: 'fresh', prefix, attempt: FIRST_ATTEMPT }
+            : { kind: 'fresh', prefix };
+        const path = variant === 'plain' ? 'plain.create' : 'idem.create';
         const result = await ctx.worker.run(
-          loopJob(ctx, {
-            path: `${variant}.create`,
-            keys: { kind: 'fresh', prefix: keyPrefix(`o${concurrency}`) },
-            concurrency,
-          }),
+          loopJob(ctx, { path, keys, concurrency }),
           jobTimeout(ctx),
         );
         runs.get(concurrency)![variant].push(result);
         ctx.log(
-          `overhead c=${concurrency} ${variant.padEnd(5)} run ${rep + 1}: ${result.throughput.toFixed(0)} req/s, p50 ${result.latency.p50.toFixed(2)} ms, p99 ${result.latency.p99.toFixed(2)} ms`,
+          `overhead c=${concurrency} ${variant.padEnd(7)} run ${rep + 1}: ${result.throughput.toFixed(0)} req/s, p50 ${result.latency.p50.toFixed(2)} ms, p99 ${result.latency.p99.toFixed(2)} ms`,
         );
       }
     }
   }
   return ctx.profile.levels.map((concurrency) => {
-    const { plain, idem } = runs.get(concurrency)!;
+    const { plain, idem, idemRaw } = runs.get(concurrency)!;
     return {
       concurrency,
       plain: summarizeRuns(plain),
       idem: summarizeRuns(idem),
+      idemRaw: summarizeRuns(idemRaw),
+      rawThroughputRatio: ratioSpread(
+        idemRaw.map((r) => r.throughput),
+        plain.map((r) => r.throughput),
+      ),
       throughputRatio: ratioSpread(
         idem.map((r) => r.throughput),
         plain.map((r) => r.throughput),

@@ -1,4 +1,4 @@
-import type { ClosedLoopResult } from '../jobs.js';
+import { FIRST_ATTEMPT, RETRY_ATTEMPT, type ClosedLoopResult } from '../jobs.js';
 import { ratioSpread, type Spread } from '../stats.js';
 import {
   jobTimeout,
@@ -33,13 +33,17 @@ export async function measureReplay(ctx: SectionContext): Promise<ReplayLevel[]>
       await ctx.server.post('reset');
       const prefix = keyPrefix(`r${concurrency}`);
       const first = await ctx.worker.run(
-        loopJob(ctx, { path: 'idem.create', keys: { kind: 'fresh', prefix }, concurrency }),
+        loopJob(ctx, {
+          path: 'idem.create',
+          keys: { kind: 'fresh', prefix, attempt: FIRST_ATTEMPT },
+          concurrency,
+        }),
         jobTimeout(ctx),
       );
       const again = await ctx.worker.run(
         loopJob(ctx, {
           path: 'idem.create',
-          keys: { kind: 'cycle', prefix, count: first.keysUsed },
+          keys: { kind: 'cycle', prefix, count: first.keysUsed, attempt: RETRY_ATTEMPT },
           concurrency,
         }),
         jobTimeout(ctx),

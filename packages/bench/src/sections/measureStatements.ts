@@ -1,5 +1,5 @@
 import type { StatementCounter } from '../benchControl.js';
-import type { ClosedLoopResult, KeyPlan } from '../jobs.js';
+import { FIRST_ATTEMPT, RETRY_ATTEMPT, type ClosedLoopResult, type KeyPlan } from '../jobs.js';
 import { startServer, type BenchServer } from '../processes.js';
 import { ACCOUNT, INPUT, keyPrefix, type SectionContext } from './SectionContext.js';
 
@@ -20,7 +20,11 @@ export interface StatementCount {
 export interface StatementsResult {
   requests: number;
   plain: StatementCount;
+  /** A fresh key as idem's client sends it (`Idempotency-Attempt: 1`: the read is skipped). */
   fresh: StatementCount;
+  /** A fresh key from a client that sends no `Idempotency-Attempt` (the key is read first). */
+  freshRaw?: StatementCount;
+  /** The same key again, as a retry (`Idempotency-Attempt: 2`). */
   replay: StatementCount;
   /** fresh - plain: what idem adds to a first execution. */
   extraPerFresh: number;
@@ -30,8 +34,9 @@ export interface StatementsResult {
 }
 
 /**
- * Counts, never estimates, the SQL statements of three kinds of request: the baseline mutation,
- * a fresh idempotent one, and a replay of it. The server's Drizzle logger counts; on PostgreSQL a
+ * Counts, never estimates, the SQL statements of four kinds of request: the baseline mutation,
+ * a fresh idempotent one as idem's client sends it (first attempt) and as a client without the
+ * attempt header sends it, and a replay of it (a retry). The server's Drizzle logger counts; on PostgreSQL a
  * server process of its own also counts through the postgres.js `debug` hook, BEGIN and COMMIT
  * included (the hook captures a stack per query, which keeps it out of the timed runs), and
  * counts the writes to its database sockets: the round trips (see `benchServer.ts`). One
@@ -88,25 +93,32 @@ async function countStatements(
   // Warm-up: connections opened, types fetched, statements prepared.
   const warm = keyPrefix('warm');
   await run('plain.create', { kind: 'fresh', prefix: warm }, 10);
-  await run('idem.create', { kind: 'fresh', prefix: warm }, 10);
-  await run('idem.create', { kind: 'cycle', prefix: warm, count: 10 }, 10);
+  await run('idem.create', { kind: 'fresh', prefix: warm, attempt: FIRST_ATTEMPT }, 10);
+  await run('idem.create', { kind: 'cycle', prefix: warm, count: 10, attempt: RETRY_ATTEMPT }, 10);
+  await run('idem.create', { kind: 'fresh', prefix: keyPrefix('warm-raw') }, 10);
 
   const prefix = keyPrefix('count');
   const plain = await count('plain.create', { kind: 'fresh', prefix: keyPrefix('plain') }, ok);
   const fresh = await count(
     'idem.create',
-    { kind: 'fresh', prefix },
+    { kind: 'fresh', prefix, attempt: FIRST_ATTEMPT },
+    (r) => ok(r) && r.replayed === 0,
+  );
+  const freshRaw = await count(
+    'idem.create',
+    { kind: 'fresh', prefix: keyPrefix('raw') },
     (r) => ok(r) && r.replayed === 0,
   );
   const replay = await count(
     'idem.create',
-    { kind: 'cycle', prefix, count: n },
+    { kind: 'cycle', prefix, count: n, attempt: RETRY_ATTEMPT },
     (r) => ok(r) && r.replayed === n,
   );
   return {
     requests: n,
     plain,
     fresh,
+    freshRaw,
     replay,
     extraPerFresh: fresh.perRequest - plain.perRequest,
     extraPerFreshWire:

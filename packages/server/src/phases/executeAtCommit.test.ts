@@ -456,3 +456,50 @@ describe('duplicates within one process', () => {
     expect(runs()).toBe(1); // the duplicate's own run (the failing leader does not count here)
   });
 });
+
+describe('a first attempt (Idempotency-Attempt: 1) skips the read', () => {
+  function firstAttempt(store: MemoryStore, next: IdemJob['next']) {
+    const made = unitJob(store, { procedure: { claim: 'at-commit' } });
+    const job: IdemJob = { ...made.job, request: { ...made.job.request, attempt: 1 }, next };
+    return { ...made, job };
+  }
+  const ran = (data: unknown) => async (): Promise<NextResult> => ({
+    ok: true,
+    data,
+    marker: trpcMiddlewareMarker,
+  });
+
+  it('a fresh key runs and records without reading it (a read would fail here)', async () => {
+    const store = new MemoryStore();
+    store.failNext = 'read';
+    const { job, events } = firstAttempt(store, ran({ id: 1 }));
+    expect(await executeAtCommit(job, claimFirstSpy().claimFirst)).toMatchObject({ ok: true });
+    expect(kinds(events)).toEqual(['executed completed']);
+    expect(store.failNext).toBe('read'); // never read
+  });
+
+  it('a key with a stored outcome: the run rolls back and the stored outcome is replayed', async () => {
+    const store = new MemoryStore();
+    store.seed(storedRow(store, {}));
+    let runs = 0;
+    const { job, events } = firstAttempt(store, async () => {
+      runs += 1;
+      return { ok: true, data: { id: 2 }, marker: trpcMiddlewareMarker };
+    });
+    expect(await executeAtCommit(job, claimFirstSpy().claimFirst)).toMatchObject({
+      ok: true,
+      data: { id: 42 },
+    });
+    expect(runs).toBe(1);
+    expect(kinds(events)).toEqual(['executed rolled-back', 'replayed']);
+  });
+
+  it('a key whose replay window closed goes to the claim-first path after the rolled-back run', async () => {
+    const store = new MemoryStore();
+    store.seed(storedRow(store, { replayExpired: true }));
+    const spy = claimFirstSpy();
+    const { job } = firstAttempt(store, ran({ id: 3 }));
+    expect(await executeAtCommit(job, spy.claimFirst)).toMatchObject({ data: 'claim-first' });
+    expect(spy.jobs).toHaveLength(1);
+  });
+});

@@ -17,7 +17,7 @@ class HandlerFailed {
 
 /**
  * Local mode, the key taken at commit (`claim: 'at-commit'`, local mode's default): read the
- * key; a stored outcome is replayed in that one statement. A free key runs the handler in a
+ * key (but on a first attempt, see `runKey`); a stored outcome is replayed in that one statement. A free key runs the handler in a
  * transaction whose last statement inserts the record, sent with the COMMIT
  * (`store.commitWithRecord`); the unique index decides between concurrent duplicates, and the
  * loser, rolled back, answers with the winner's outcome. The timeline is in the store's
@@ -70,8 +70,15 @@ async function runKey(
   job: IdemJob,
   claimFirst: (job: IdemJob) => Promise<NextResult>,
 ): Promise<NextResult> {
-  const live = await readKey(job);
-  if (live !== null) return settled(live) ? answerExisting(job, live) : claimFirst(job);
+  // A first attempt (`Idempotency-Attempt: 1`, as idem's client sends a key it has not sent
+  // before) skips the read: its key is almost always fresh, and when it is not (a key reused by
+  // the client, a double submit in another process) the record's INSERT finds the live row and
+  // rolls the work back, as for any racer, and the request answers from that row. A wrong hint
+  // costs a rolled-back run, never a wrong answer. Retries, and requests without the header, read.
+  if (job.request.attempt !== 1) {
+    const live = await readKey(job);
+    if (live !== null) return settled(live) ? answerExisting(job, live) : claimFirst(job);
+  }
 
   const { store } = job.runtime;
   const started = Date.now();

@@ -176,6 +176,20 @@ describe('PGlite prepared statements', () => {
     expect(await prepared(db)).toHaveLength(1);
   });
 
+  it("prepares a statement again when a table's change alters its result columns", async () => {
+    await using pg = await pglite();
+    const { db } = pg;
+    const store = createPgliteStore(db);
+    const record = outcome();
+    await store.commitWithRecord(async () => ({ value: 0, record }));
+    expect((await store.read(record))?.responseBody).toBe(record.response.body);
+    // PostgreSQL refuses the prepared read now (0A000, cached plan must not change result type).
+    await db.execute(sql`ALTER TABLE idem_records ALTER COLUMN response_body TYPE varchar`);
+    expect((await store.read(record))?.responseBody).toBe(record.response.body);
+    await db.execute(sql`ALTER TABLE idem_records ALTER COLUMN response_body TYPE text`);
+    expect((await store.read(record))?.responseBody).toBe(record.response.body);
+  });
+
   it('fails the statement that finds its prepared statement dropped inside a transaction, then prepares it again', async () => {
     await using pg = await pglite();
     const { db } = pg;

@@ -215,55 +215,97 @@ describe.skipIf(!available)('PostgreSQL', () => {
     expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
   });
 
-  it('at commit: a record that waits behind another at-commit record whose COMMIT is held past the lock timeout answers 409; after commit, a replay', async () => {
-    await using env = await postgresEnv();
-    // A COMMIT that takes its time (a slow flush, a synchronous standby): orders of sku 'held'
-    // wait at commit, in a deferred trigger, for an advisory lock this test holds. By then the
-    // transaction's record is in the unique index, uncommitted.
+  /**
+   * A COMMIT that takes its time (a slow flush, a synchronous standby): orders of sku 'held' wait
+   * at commit, in a deferred trigger, for an advisory lock the test holds. By then the
+   * transaction's record is in the unique index, uncommitted.
+   */
+  async function holdCommits(env: Awaited<ReturnType<typeof postgresEnv>>) {
     await env.db.execute(sql`create function hold_commit() returns trigger language plpgsql
       set lock_timeout = 0 as $$ begin perform pg_advisory_xact_lock(1414); return null; end $$`);
     await env.db.execute(sql`create constraint trigger hold_commit after insert on test_orders
       deferrable initially deferred for each row when (new.sku = 'held')
       execute function hold_commit()`);
     const holder = postgres(env.url!, { max: 1, onnotice: () => {} });
-    await using _holder = { [Symbol.asyncDispose]: () => holder.end({ timeout: 1 }) };
     await holder`select pg_advisory_lock(1414)`;
+    return {
+      /** Resolves once a COMMIT waits for the lock. */
+      waiting: () =>
+        expect
+          .poll(() =>
+            env.count(sql`select 1 from pg_locks where locktype = 'advisory' and not granted`),
+          )
+          .toBe(1),
+      release: () => holder`select pg_advisory_unlock(1414)`,
+      [Symbol.asyncDispose]: () => holder.end({ timeout: 1 }),
+    };
+  }
+
+  it('at commit, another process: a record that waits behind a held COMMIT past the lock timeout answers 409; after commit, a replay', async () => {
+    await using env = await postgresEnv();
+    await using commits = await holdCommits(env);
     const events: IdemServerEvent[] = [];
+    // Two apps on one database: two processes' worth of idem, each with its own in-flight keys.
     const app = createTestApp(env.store, { lockTimeoutMs: 200, events });
+    const other = createTestApp(env.store, { lockTimeoutMs: 200, events });
     await using server = await serve(app.router);
+    await using otherServer = await serve(other.router);
     const acct = account();
     const held = { sku: 'held', quantity: 1 };
     const first = post(server.url, 'orders.create', held, { key: 'k-commit', account: acct });
     // Its handler ran and its record went out with the COMMIT, which now waits for the lock.
-    await expect
-      .poll(() =>
-        env.count(sql`select 1 from pg_locks where locktype = 'advisory' and not granted`),
-      )
-      .toBe(1);
-    const duplicate = await post(server.url, 'orders.create', held, {
+    await commits.waiting();
+    const duplicate = await post(otherServer.url, 'orders.create', held, {
       key: 'k-commit',
       account: acct,
     });
     expect(duplicate.status).toBe(409);
     expect(duplicate.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
     expect(duplicate.headers['retry-after']).toBe('1');
-    expect(app.counter.calls['orders.create']).toBe(2);
-    await holder`select pg_advisory_unlock(1414)`;
+    // The other process ran its handler; its record waited on the index, then rolled back.
+    expect(other.counter.calls['orders.create']).toBe(1);
+    await commits.release();
     const winner = await first;
     expect(winner.status).toBe(200);
     expect(winner.headers['idempotent-replayed']).toBeUndefined();
-    const replay = await post(server.url, 'orders.create', held, {
+    const replay = await post(otherServer.url, 'orders.create', held, {
       key: 'k-commit',
       account: acct,
     });
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.text).toBe(winner.text);
-    expect(app.counter.calls['orders.create']).toBe(2);
+    expect(app.counter.calls['orders.create']).toBe(1);
+    expect(other.counter.calls['orders.create']).toBe(1);
     // The duplicate's order rolled back with its record.
     expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
     expect(
       events.map((e) => (e.type === 'executed' ? `executed ${e.outcome}` : e.type)).sort(),
     ).toEqual(['executed completed', 'executed rolled-back', 'rejected', 'replayed']);
+  });
+
+  it('at commit, the same process: a duplicate waits for the request running its key, never runs, 409 past the lock timeout', async () => {
+    await using env = await postgresEnv();
+    await using commits = await holdCommits(env);
+    const events: IdemServerEvent[] = [];
+    const app = createTestApp(env.store, { lockTimeoutMs: 200, events });
+    await using server = await serve(app.router);
+    const acct = account();
+    const held = { sku: 'held', quantity: 1 };
+    const first = post(server.url, 'orders.create', held, { key: 'k-commit', account: acct });
+    await commits.waiting();
+    const duplicate = await post(server.url, 'orders.create', held, {
+      key: 'k-commit',
+      account: acct,
+    });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.json.error.data.idem.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect(app.counter.calls['orders.create']).toBe(1);
+    await commits.release();
+    expect((await first).status).toBe(200);
+    expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
+    expect(
+      events.map((e) => (e.type === 'executed' ? `executed ${e.outcome}` : e.type)).sort(),
+    ).toEqual(['executed completed', 'rejected']);
   });
 
   it('answers 503 IDEMPOTENCY_STORE_UNAVAILABLE when the store is down, and runs nothing', async () => {

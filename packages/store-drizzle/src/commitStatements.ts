@@ -80,37 +80,43 @@ const OUTCOME_COLUMNS = sql.raw(`scope, procedure, key_hash, fingerprint, finger
     created_at, updated_at, completed_at, replay_expires_at, purge_after`);
 
 /**
- * The work's outcome as the key's fresh live row (see the timeline above). `lock_timeout` is set
- * for the rest of the transaction by the statement itself, before its INSERT: only COMMIT
- * follows, so nothing else is bounded by it. Returns no rows: its success is the answer.
+ * INSERTs a fresh outcome row, `tail` after it. `lock_timeout` is set for the rest of the
+ * transaction by the statement itself, before its INSERT waits on the unique index: at commit
+ * only COMMIT follows, and on its own the statement is its own transaction, so nothing else is
+ * bounded by it.
+ */
+function insertOutcome(
+  p: Record<(typeof OUTCOME_VALUES)[number], Placeholder>,
+  clock: SQL,
+  tail: SQL,
+) {
+  return sql`WITH bound AS MATERIALIZED (
+      SELECT set_config('lock_timeout', ${p.lockTimeout}::text, true) AS lock_timeout
+    )
+    INSERT INTO ${idemRecords} (${OUTCOME_COLUMNS})
+    SELECT ${outcomeRow(p, clock)} FROM bound
+    ${tail}`;
+}
+
+/**
+ * The work's outcome as the key's fresh live row (see the timeline above): no ON CONFLICT, a live
+ * row for the key makes it fail. Returns no rows: its success is the answer.
  */
 export function recordOutcomeTemplate(clock: SQL) {
-  return statementTemplate(
-    'recordOutcome',
-    OUTCOME_VALUES,
-    (p) => sql`WITH bound AS MATERIALIZED (
-        SELECT set_config('lock_timeout', ${p.lockTimeout}::text, true) AS lock_timeout
-      )
-      INSERT INTO ${idemRecords} (${OUTCOME_COLUMNS})
-      SELECT ${outcomeRow(p, clock)} FROM bound`,
-  );
+  return statementTemplate('recordOutcome', OUTCOME_VALUES, (p) => insertOutcome(p, clock, sql``));
 }
 
 /**
  * A fresh outcome row unless the key has a live one (then nothing, and no row returned): a
- * stored failure after its work rolled back, in a statement (and transaction) of its own. Its
- * wait behind an uncommitted row for the key is bounded like recordOutcome's.
+ * stored failure after its work rolled back, in a statement (and transaction) of its own.
  */
 export function outcomeUnlessLiveTemplate(clock: SQL) {
-  return statementTemplate(
-    'outcomeUnlessLive',
-    OUTCOME_VALUES,
-    (p) => sql`WITH bound AS MATERIALIZED (
-        SELECT set_config('lock_timeout', ${p.lockTimeout}::text, true) AS lock_timeout
-      )
-      INSERT INTO ${idemRecords} (${OUTCOME_COLUMNS})
-      SELECT ${outcomeRow(p, clock)} FROM bound
-      ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING
-      RETURNING id::text AS id`,
+  return statementTemplate('outcomeUnlessLive', OUTCOME_VALUES, (p) =>
+    insertOutcome(
+      p,
+      clock,
+      sql`ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING
+        RETURNING id::text AS id`,
+    ),
   );
 }

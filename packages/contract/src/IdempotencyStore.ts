@@ -115,6 +115,21 @@ export interface StoredResponse {
 }
 
 /**
+ * What a request is answered from when its key already holds a row: the state, the request that
+ * made it (fingerprint), and the stored response. A subset of {@link IdempotencyRecord}.
+ */
+export type KeyAnswer = Pick<
+  IdempotencyRecord,
+  | 'state'
+  | 'fingerprint'
+  | 'fingerprintVersion'
+  | 'operationId'
+  | 'responseStatus'
+  | 'responseBody'
+  | 'replayExpired'
+>;
+
+/**
  * The record a local-mode request writes when it takes its key at commit (`claim: 'at-commit'`):
  * a fresh key's outcome, COMPLETED or TERMINAL_FAILURE, with the response to replay. Version 1,
  * one attempt, no lease: nothing of it exists before it commits.
@@ -183,6 +198,11 @@ export interface IdempotencyStore<TTx = unknown> {
   commitWithRecord<T>(
     work: (tx: TTx) => Promise<{ value: T; record: OutcomeRecord }>,
   ): Promise<RecordedAtCommit<T>>;
+  /**
+   * Reads what the live row of a key answers with (see {@link KeyAnswer}), or null: the one
+   * statement of a replay at commit, slimmer than {@link read}.
+   */
+  readAnswer(key: { scope: string; procedure: string; keyHash: string }): Promise<KeyAnswer | null>;
   /**
    * Inserts a fresh key's outcome on its own (a stored failure, after the work's transaction
    * rolled back), unless the key has a live row: then nothing is written and it returns false.

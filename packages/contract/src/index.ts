@@ -53,6 +53,7 @@ export type {
   Fence,
   IdempotencyRecord,
   IdempotencyStore,
+  KeyAnswer,
   OutcomeRecord,
   RecordedAtCommit,
   StoredResponse,

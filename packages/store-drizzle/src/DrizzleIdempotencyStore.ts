@@ -5,6 +5,7 @@ import {
   type ClaimInput,
   type ClaimResult,
   type Fence,
+  type KeyAnswer,
   type OutcomeRecord,
   type RecordedAtCommit,
   type RecoveryRecord,
@@ -25,6 +26,7 @@ import { claimKey, MAX_LOCK_TIMEOUT_MS } from './claimKey.js';
 import * as completion from './completionStatements.js';
 import {
   outcomeUnlessLiveTemplate,
+  readAnswerTemplate,
   readLiveTemplate,
   recordOutcomeTemplate,
 } from './commitStatements.js';
@@ -93,6 +95,7 @@ export class DrizzleIdempotencyStore<
   /** The hot path's statements, rendered once (commitStatements.ts). */
   readonly #templates: {
     readLive: ReturnType<typeof readLiveTemplate>;
+    readAnswer: ReturnType<typeof readAnswerTemplate>;
     recordOutcome: ReturnType<typeof recordOutcomeTemplate>;
     outcomeUnlessLive: ReturnType<typeof outcomeUnlessLiveTemplate>;
   };
@@ -106,6 +109,7 @@ export class DrizzleIdempotencyStore<
     this.#runner = options.statementRunner ?? drizzleRunner;
     this.#templates = {
       readLive: readLiveTemplate(this.#clock),
+      readAnswer: readAnswerTemplate(this.#clock),
       recordOutcome: recordOutcomeTemplate(this.#clock),
       outcomeUnlessLive: outcomeUnlessLiveTemplate(this.#clock),
     };
@@ -140,6 +144,29 @@ export class DrizzleIdempotencyStore<
       keyHash: key.keyHash,
     });
     return row === undefined ? null : toRecoveryRecord(row);
+  }
+
+  /** What the key's live row answers with (commitStatements.ts), outside any transaction. */
+  async readAnswer(key: {
+    scope: string;
+    procedure: string;
+    keyHash: string;
+  }): Promise<KeyAnswer | null> {
+    const [row] = await templateRows<AnswerRow>(this.#statements(), this.#templates.readAnswer, {
+      scope: key.scope,
+      procedure: key.procedure,
+      keyHash: key.keyHash,
+    });
+    if (row === undefined) return null;
+    return {
+      state: row.state,
+      fingerprint: row.fingerprint,
+      fingerprintVersion: row.fingerprint_version,
+      operationId: row.operation_id,
+      responseStatus: row.response_status,
+      responseBody: row.response_body,
+      replayExpired: row.replay_expired,
+    };
   }
 
   /**
@@ -405,3 +432,15 @@ async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
     return rejection ?? new Error('rejected without a reason');
   }
 }
+
+/** A row of the readAnswer statement. */
+type AnswerRow = Pick<
+  RecordRow,
+  | 'state'
+  | 'fingerprint'
+  | 'fingerprint_version'
+  | 'operation_id'
+  | 'response_status'
+  | 'response_body'
+  | 'replay_expired'
+>;

@@ -7,7 +7,8 @@ import { statementTemplate } from './statementTemplate.js';
  * The statements of a local-mode request that takes its key at commit (`claim: 'at-commit'`),
  * rendered once per store (statementTemplate.ts). Three statements, each deciding one thing:
  *
- *   readLive        the key's live row, outside any transaction: a replay is this one statement
+ *   readAnswer      what the key's live row answers with, outside any transaction: a replay is
+ *                   this one statement (not on a first attempt: see the server's executeAtCommit)
  *   recordOutcome   the work's outcome as a fresh row, the LAST statement of the work's
  *                   transaction, sent together with COMMIT: no round trip of its own
  *   outcomeUnlessLive   a stored failure after the work rolled back, in a statement of its own
@@ -36,6 +37,29 @@ import { statementTemplate } from './statementTemplate.js';
  * replay window that has closed) is not this module's: the server answers it through the claim
  * statements (claimStatements.ts), which decide takeovers and supersedes.
  */
+
+/**
+ * What the key's live row answers with (`KeyAnswer`), read on its own snapshot: the columns a
+ * replay needs and nothing else (a replay is this statement; every column costs the driver).
+ */
+export function readAnswerTemplate(clock: SQL) {
+  return statementTemplate(
+    'readAnswer',
+    ['scope', 'procedure', 'keyHash'],
+    (p) => sql`SELECT live.state AS state,
+        live.fingerprint AS fingerprint,
+        live.fingerprint_version AS fingerprint_version,
+        live.operation_id::text AS operation_id,
+        live.response_status AS response_status,
+        live.response_body AS response_body,
+        coalesce(live.replay_expires_at <= ${clock}, false) AS replay_expired
+      FROM ${idemRecords} AS live
+      WHERE live.scope = ${p.scope}::text
+        AND live.procedure = ${p.procedure}::text
+        AND live.key_hash = ${p.keyHash}::text
+        AND live.superseded_at IS NULL`,
+  );
+}
 
 /** The live row of a key, read on its own snapshot (the projection of every record read). */
 export function readLiveTemplate(clock: SQL) {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TRPCError } from '@trpc/server';
-import type { OutcomeRecord, RecoveryRecord, StoredResponse } from '@idem/contract';
+import type { KeyAnswer, OutcomeRecord, StoredResponse } from '@idem/contract';
 import { inProgress, storeUnavailable } from '../errors/idemErrors.js';
 import { answerExisting } from '../replay/answerExisting.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
@@ -117,14 +117,14 @@ async function runKey(
   }
 }
 
-/** The key's live row (the statement a replay costs), timed and traced as the claim. */
-async function readKey(job: IdemJob): Promise<RecoveryRecord | null> {
+/** What the key's live row answers with (a replay's one statement), timed and traced as the claim. */
+async function readKey(job: IdemJob): Promise<KeyAnswer | null> {
   const { telemetry, store } = job.runtime;
   const started = performance.now();
   try {
     return (await telemetry.span('idem.claim', { 'idem.procedure': job.claim.procedure }, () =>
-      store.read(job.claim),
-    )) as RecoveryRecord | null;
+      store.readAnswer(job.claim),
+    )) as KeyAnswer | null;
   } catch (error) {
     throw storeUnavailable(job, error);
   } finally {
@@ -136,7 +136,7 @@ async function readKey(job: IdemJob): Promise<RecoveryRecord | null> {
  * Whether the row answers the request by itself: a stored outcome within its replay window
  * (`answerExisting` replays it, or answers 422 when the input differs).
  */
-function settled(row: RecoveryRecord): boolean {
+function settled(row: KeyAnswer): boolean {
   return (row.state === 'COMPLETED' || row.state === 'TERMINAL_FAILURE') && !row.replayExpired;
 }
 

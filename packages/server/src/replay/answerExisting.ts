@@ -1,6 +1,6 @@
 import type { TRPCError } from '@trpc/server';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
-import { IDEMPOTENT_REPLAYED_HEADER, type IdempotencyRecord } from '@idem/contract';
+import { IDEMPOTENT_REPLAYED_HEADER, type KeyAnswer } from '@idem/contract';
 import { inProgress, reject } from '../errors/idemErrors.js';
 import { acceptedResponse } from './acceptedResponse.js';
 import { fingerprint } from '../request/fingerprint.js';
@@ -12,7 +12,7 @@ import { storedFailureError, storedFailureSchema } from './storedFailure.js';
  * Answers a request whose key another request claimed: replay a stored outcome, or refuse by
  * state. Never runs the procedure.
  */
-export async function answerExisting(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
+export async function answerExisting(job: IdemJob, record: KeyAnswer): Promise<NextResult> {
   const operationId = record.operationId;
   const theirs =
     record.fingerprintVersion === job.claim.fingerprintVersion
@@ -61,7 +61,7 @@ function fingerprintOrNull(input: unknown, version: number): string | null {
   }
 }
 
-async function replay(job: IdemJob, record: IdempotencyRecord): Promise<NextResult> {
+async function replay(job: IdemJob, record: KeyAnswer): Promise<NextResult> {
   const { operationId } = record;
   const body = record.responseBody;
   const unavailable = (why: string) =>

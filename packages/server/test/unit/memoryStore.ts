@@ -137,6 +137,10 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
     });
   }
 
+  async readAnswer(key: Key): Promise<RecoveryRecord | null> {
+    return this.read(key);
+  }
+
   async read(key: Key): Promise<RecoveryRecord | null> {
     this.#maybeFail('read');
     return this.rows.get(keyOf(key)) ?? null;

@@ -83,6 +83,23 @@ export function commitCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       });
     });
 
+    it('readAnswer reads what a replay needs, the same as the full read, and null for a free key', async () => {
+      const record = outcome({ response: storedResponse({ replayWindowMs: 1_000 }) });
+      expect(await store().readAnswer(record)).toBeNull();
+      await store().commitWithRecord(async () => ({ value: 0, record }));
+      const full = (await store().read(record))!;
+      expect(await store().readAnswer(record)).toEqual({
+        state: full.state,
+        fingerprint: full.fingerprint,
+        fingerprintVersion: full.fingerprintVersion,
+        operationId: full.operationId,
+        responseStatus: full.responseStatus,
+        responseBody: full.responseBody,
+        replayExpired: false,
+      });
+      expect((await laterStore(2_000).readAnswer(record))!.replayExpired).toBe(true);
+    });
+
     it('a key with a live row is taken: the work rolls back, the row stays as it was', async () => {
       const record = outcome();
       const first = await store().commitWithRecord(async () => ({ value: 1, record }));

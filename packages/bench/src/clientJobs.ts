@@ -8,8 +8,9 @@ import type { BudgetJob, BudgetWave, ClientChainJob, ClosedLoopResult } from './
 const input = { sku: 'bench', quantity: 1 };
 
 /**
- * The link's cost per call: the same calls through `[httpLink]` (a fresh `Idempotency-Key` from
- * its `headers`, as an integrator without idem's client would send) and through
+ * The link's cost per call: the same calls through `[httpLink]` (a fresh `Idempotency-Key` and
+ * `Idempotency-Attempt: 1` from its `headers`, as an integrator without idem's client would send)
+ * and through
  * `[idemLink, httpLink]` (idem makes the key and sends the call itself). `echo` has no database
  * behind it, so the difference is the link alone; `idem` is the realistic case.
  */
@@ -30,7 +31,18 @@ export async function runClientChain(job: ClientChainJob): Promise<ClosedLoopRes
             idemLink<BenchRouter>({ http: { url, headers: auth }, idempotent }),
             httpLink({ url, headers: auth }),
           ]
-        : [httpLink({ url, headers: () => ({ ...auth, 'Idempotency-Key': randomUUID() }) })],
+        : [
+            httpLink({
+              url,
+              // The headers idem's link would send with a key's first request, so that both
+              // chains take the same server path and only the links differ.
+              headers: () => ({
+                ...auth,
+                'Idempotency-Key': randomUUID(),
+                'Idempotency-Attempt': '1',
+              }),
+            }),
+          ],
   });
   const call =
     job.target === 'echo' ? () => trpc.echo.mutate(input) : () => trpc.idem.create.mutate(input);

@@ -16,13 +16,13 @@ class HandlerFailed {
 }
 
 /**
- * Local mode, the key taken at commit (`claim: 'at-commit'`, local mode's default): read the
- * key (but on a first attempt, see `runKey`); a stored outcome is replayed in that one statement. A free key runs the handler in a
- * transaction whose last statement inserts the record, sent with the COMMIT
- * (`store.commitWithRecord`); the unique index decides between concurrent duplicates, and the
- * loser, rolled back, answers with the winner's outcome. The timeline is in the store's
- * `commitStatements.ts`. Anything else the key holds (work in progress, a released key, a
- * closed replay window) goes to the claim-first path, which decides takeovers and supersedes.
+ * Local mode, the key taken at commit (`claim: 'at-commit'`, local mode's default): read the key
+ * (not on a first attempt: see `runKey`); a stored outcome is replayed from that one statement. A
+ * free key runs the handler in a transaction whose last statement inserts the record, sent with
+ * the COMMIT (`store.commitWithRecord`); the unique index decides between concurrent duplicates,
+ * and the loser, rolled back, answers with the winner's outcome. The timeline is in the store's
+ * `commitStatements.ts`. Anything else the key holds (work in progress, a released key, a closed
+ * replay window) goes to the claim-first path, which decides takeovers and supersedes.
  */
 export async function executeAtCommit(
   job: IdemJob,

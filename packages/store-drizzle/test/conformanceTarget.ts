@@ -5,6 +5,7 @@ import {
   type ClaimInput,
   type ClaimResult,
   type IdempotencyRecord,
+  type OutcomeRecord,
   type RecordState,
   type RecoveryRecord,
   type RecoveryStore,
@@ -41,6 +42,22 @@ export function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
     fingerprintVersion: 1,
     leaseMs: 30_000,
     owner: 'worker-a',
+    ...overrides,
+  };
+}
+
+/** A fresh key's COMPLETED outcome record (`commitWithRecord`, `insertOutcome`). */
+export function outcomeRecord(overrides: Partial<OutcomeRecord> = {}): OutcomeRecord {
+  return {
+    scope: 'acct_1:commit',
+    procedure: 'orders.create',
+    keyHash: freshKeyHash(),
+    fingerprint: 'fingerprint-a',
+    fingerprintVersion: 1,
+    operationId: randomUUID(),
+    state: 'COMPLETED',
+    response: storedResponse(),
+    lockTimeoutMs: 2_000,
     ...overrides,
   };
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import type { OutcomeRecord } from '@idem/contract';
 import { sql } from 'drizzle-orm';
@@ -13,7 +12,7 @@ import { databaseClock } from '../src/databaseClock.js';
 import { drizzleRunner, executeRows, type DrizzleRunner } from '../src/executeRows.js';
 import { createPgliteStore, migrate } from '../src/pglite/index.js';
 import { pglitePreparedRunner } from '../src/pglite/preparedRunner.js';
-import { claimInput, freshKeyHash, storedResponse } from './conformanceTarget.js';
+import { claimInput, outcomeRecord } from './conformanceTarget.js';
 
 /** A migrated PGlite of its own (its prepared statements are this test's), closed after. */
 async function pglite(logQuery?: (query: string) => void) {
@@ -33,20 +32,8 @@ function prepared(db: PgliteDatabase) {
   );
 }
 
-function outcome(overrides: Partial<OutcomeRecord> = {}): OutcomeRecord {
-  return {
-    scope: 'acct_1:prepared',
-    procedure: 'orders.create',
-    keyHash: freshKeyHash(),
-    fingerprint: 'fingerprint-a',
-    fingerprintVersion: 1,
-    operationId: randomUUID(),
-    state: 'COMPLETED',
-    response: storedResponse(),
-    lockTimeoutMs: 2_000,
-    ...overrides,
-  };
-}
+const outcome = (overrides: Partial<OutcomeRecord> = {}) =>
+  outcomeRecord({ scope: 'acct_1:prepared', ...overrides });
 
 /** The values of the outcome templates for `record` (as the store builds them). */
 function outcomeValues(record: OutcomeRecord) {

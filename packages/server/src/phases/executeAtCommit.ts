@@ -7,6 +7,7 @@ import { serializeFailure, storedFailureError } from '../replay/storedFailure.js
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
+import { timedClaim } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import { storeResult } from './storeResult.js';
 
@@ -119,16 +120,10 @@ async function runKey(
 
 /** What the key's live row answers with (a replay's one statement), timed and traced as the claim. */
 async function readKey(job: IdemJob): Promise<KeyAnswer | null> {
-  const { telemetry, store } = job.runtime;
-  const started = performance.now();
   try {
-    return (await telemetry.span('idem.claim', { 'idem.procedure': job.claim.procedure }, () =>
-      store.readAnswer(job.claim),
-    )) as KeyAnswer | null;
+    return await timedClaim(job, () => job.runtime.store.readAnswer(job.claim));
   } catch (error) {
     throw storeUnavailable(job, error);
-  } finally {
-    telemetry.claimDuration(performance.now() - started, job.claim.procedure);
   }
 }
 

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { OutcomeRecord } from '@idem/contract';
 import { sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   claimedRecord,
   claimInput,
   conformanceHelpers,
-  freshKeyHash,
+  outcomeRecord,
   Rollback,
   storedResponse,
   UNSORTED_UNICODE_BODY,
@@ -32,18 +31,7 @@ export function commitCases<TTx>(target: () => ConformanceTarget<TTx>): void {
         sql`SELECT count(*)::int AS n FROM conf_commit_work WHERE note = ${note}`,
       )
     )[0]!.n;
-  const outcome = (overrides: Partial<OutcomeRecord> = {}): OutcomeRecord => ({
-    scope: 'acct_1:commit',
-    procedure: 'orders.create',
-    keyHash: freshKeyHash(),
-    fingerprint: 'fingerprint-a',
-    fingerprintVersion: 1,
-    operationId: randomUUID(),
-    state: 'COMPLETED',
-    response: storedResponse(),
-    lockTimeoutMs: 2_000,
-    ...overrides,
-  });
+  const outcome = outcomeRecord;
 
   describe('the key taken at commit', () => {
     beforeAll(async () => {

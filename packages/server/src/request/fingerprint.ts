@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { FINGERPRINT_VERSION } from '@idem/contract';
 import { canonicalInput } from './canonicalInput.js';
+import { sha256Hex } from './sha256.js';
 
 /**
  * Canonical JSON of a parsed input: object keys sorted by code point, no insignificant
@@ -80,9 +80,9 @@ export function findNul(value: unknown, path = '$'): string | null {
 /** The fingerprint algorithms by version; a record is compared with the algorithm it was made by. */
 const algorithms: Record<number, (input: unknown) => string> = {
   /** Records made before algorithm 2: Map and Set wrote as `{}`, undefined members dropped. */
-  1: (input) => createHash('sha256').update(canonicalJson(input)).digest('hex'),
+  1: (input) => sha256Hex(canonicalJson(input)),
   /** The input as the procedure received it, Map, Set, Date, BigInt and undefined included. */
-  2: (input) => createHash('sha256').update(canonicalInput(input)).digest('hex'),
+  2: (input) => sha256Hex(canonicalInput(input)),
 };
 
 /**

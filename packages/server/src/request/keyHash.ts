@@ -1,5 +1,5 @@
-import { createHmac } from 'node:crypto';
 import type { IdempotencyStore } from '@idem/contract';
+import { hmacSha256Hex } from './sha256.js';
 
 /** The shortest `keySecret` accepted: 32 characters (e.g. `openssl rand -hex 32` gives 64). */
 export const MIN_KEY_SECRET_LENGTH = 32;
@@ -11,7 +11,7 @@ export const MIN_KEY_SECRET_LENGTH = 32;
  */
 export function hashIdempotencyKey(key: string, secret: string, scope: string): string {
   // The scope's length first, so that ("a:b", "c") and ("a", "b:c") never meet.
-  return createHmac('sha256', secret).update(`${scope.length}:${scope}:${key}`).digest('hex');
+  return hmacSha256Hex(secret, `${scope.length}:${scope}:${key}`);
 }
 
 /** Checks `keySecret` and `previousKeySecrets` at start-up; throws a TypeError naming the fix. */

@@ -1,5 +1,14 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import type { IdemMeta, RecoveryStore } from '@idem/contract';
+import { randomUUID } from 'node:crypto';
+import {
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_REPLAY_WINDOW_MS,
+  DEFAULT_RETENTION_MS,
+  FINGERPRINT_VERSION,
+  type IdemMeta,
+  type OutcomeRecord,
+  type RecoveryStore,
+} from '@idem/contract';
 import { createIdempotency, type IdemContext } from '@idem/server';
 import { sql } from 'drizzle-orm';
 import { integer, pgTable, serial, text, type PgDatabase } from 'drizzle-orm/pg-core';
@@ -86,6 +95,27 @@ export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
           return insertOrder(ctx.idem.tx as TDb, ctx.account, input);
         }),
     }),
+    /**
+     * The floor of the idempotent mutation: the plain one's work and idem's record of it, written
+     * by idem's store exactly as idem writes it (`commitWithRecord`: the record INSERT sent with
+     * the COMMIT), with none of idem's middleware. What idem costs above this is its own code
+     * and tRPC's extra middleware; what this costs above `plain` is the record itself. Keyed by
+     * the request's Idempotency-Key as it comes (the bench's keys are unique per request).
+     */
+    floor: t.router({
+      create: authed.input(orderInput).mutation(async ({ ctx, input }) => {
+        const key = ctx.idemRequest?.keyValues[0];
+        if (!key) throw new TRPCError({ code: 'BAD_REQUEST', message: 'floor.create needs a key' });
+        const outcome = await store.commitWithRecord(async (tx) => {
+          const row = await insertOrder(tx as TDb, ctx.account, input);
+          return { value: row, record: floorRecord(ctx.account, key, JSON.stringify(row)) };
+        });
+        if (outcome.kind !== 'recorded') {
+          throw new TRPCError({ code: 'CONFLICT', message: `floor.create: key ${outcome.kind}` });
+        }
+        return outcome.value;
+      }),
+    }),
     /** No database at all: isolates the client link's own cost. */
     echo: authed.input(orderInput).mutation(({ input }) => ({ id: 0, scope: 'echo', ...input })),
     outage: t.router({
@@ -97,5 +127,30 @@ export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
     }),
   });
 }
+
+/**
+ * The record `floor.create` writes: what idem stores for a request, with the key written out
+ * (length first, so no two keys meet) to the width of a real key hash instead of hashed.
+ */
+function floorRecord(scope: string, key: string, body: string): OutcomeRecord {
+  return {
+    scope,
+    procedure: 'floor.create',
+    keyHash: `${key.length}:${key}`.padEnd(64, '.'),
+    fingerprint: FLOOR_FINGERPRINT,
+    fingerprintVersion: FINGERPRINT_VERSION,
+    operationId: randomUUID(),
+    state: 'COMPLETED',
+    response: {
+      status: 200,
+      body,
+      replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,
+      retentionMs: DEFAULT_RETENTION_MS,
+    },
+    lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS,
+  };
+}
+/** As long as a real fingerprint (SHA-256, hex), so the row is as wide as idem's. */
+const FLOOR_FINGERPRINT = 'f'.repeat(64);
 
 export type BenchRouter = ReturnType<typeof createBenchApp>;

@@ -77,6 +77,14 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       );
     }
     for (const level of overhead) {
+      if (!level.floorThroughputRatio) continue;
+      reported(
+        `overhead-throughput-floor-c${level.concurrency}`,
+        `throughput ratio of the floor (plain + idem's record, no middleware) at ${level.concurrency} connection(s) (reported)`,
+        `${fixed(level.floorThroughputRatio.median)} [${fixed(level.floorThroughputRatio.min)}-${fixed(level.floorThroughputRatio.max)}]`,
+      );
+    }
+    for (const level of overhead) {
       if (!level.rawThroughputRatio) continue;
       reported(
         `overhead-throughput-raw-c${level.concurrency}`,

@@ -86,7 +86,7 @@ export function printReport(report: BenchReport): string {
   if (overhead && !isError(overhead)) {
     out.push(
       table(
-        "Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction.\nidem: as idem's client sends a fresh key (Idempotency-Attempt: 1, no read); raw: without the attempt header (the key is read first)",
+        "Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction.\nidem: as idem's client sends a fresh key (Idempotency-Attempt: 1, no read); raw: without the attempt header (the key is read first);\nfloor: the plain mutation plus idem's record of it, written by idem's store with the COMMIT, without idem's middleware",
         [
           'conns',
           'plain req/s',
@@ -94,6 +94,8 @@ export function printReport(report: BenchReport): string {
           'ratio',
           'raw req/s',
           'raw ratio',
+          'floor req/s',
+          'floor ratio',
           'plain p50',
           'idem p50',
           'plain p99',
@@ -106,6 +108,8 @@ export function printReport(report: BenchReport): string {
           s(l.throughputRatio),
           l.idemRaw ? s(l.idemRaw.throughput, 0) : 'n/a',
           l.rawThroughputRatio ? s(l.rawThroughputRatio) : 'n/a',
+          l.floor ? s(l.floor.throughput, 0) : 'n/a',
+          l.floorThroughputRatio ? s(l.floorThroughputRatio) : 'n/a',
           s(l.plain.p50),
           s(l.idem.p50),
           s(l.plain.p99),

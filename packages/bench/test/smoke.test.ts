@@ -89,6 +89,9 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     runs(level.plain);
     runs(level.idem);
     sane(level.throughputRatio);
+    // The floor ran as often as the others: its requests were answered, not refused.
+    runs(level.floor!);
+    sane(level.floorThroughputRatio!);
   }
 
   const replay = report.replay as ReplayLevel[];
@@ -182,6 +185,7 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
       'overhead-throughput-c1',
       'overhead-throughput-c8',
       'overhead-throughput-c32',
+      'overhead-throughput-floor-c8',
       ...(db === 'postgres' ? ['storm-executions', 'storm-invocations', 'storm-5xx'] : []),
     ]),
   );

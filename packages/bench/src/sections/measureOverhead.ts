@@ -20,6 +20,13 @@ export interface OverheadLevel {
   throughputRatio: Spread;
   /** idemRaw / plain throughput, run by run. */
   rawThroughputRatio?: Spread;
+  /**
+   * The floor: the plain mutation plus idem's record of it, written by idem's store as idem
+   * writes it, without idem's middleware (`floor.create`). Absent from runs before it existed.
+   */
+  floor?: RunsSummary;
+  /** floor / plain throughput, run by run: the most any idem could reach on this schema. */
+  floorThroughputRatio?: Spread;
   p50Ratio: Spread;
   p99Ratio: Spread;
 }
@@ -27,14 +34,15 @@ export interface OverheadLevel {
 /**
  * The idempotent mutation with a fresh key per request against the identical mutation without
  * idem, at each concurrency: as idem's client sends it (first attempt), and from a client that
- * sends no attempt header. Both run on freshly truncated tables; the order of the two
- * alternates run by run, so that drift (autovacuum, caches, a noisy neighbour) hits both alike.
+ * sends no attempt header; and the floor (the plain mutation plus idem's record, no middleware).
+ * All run on freshly truncated tables; the order rotates run by run, so that drift (autovacuum,
+ * caches, a noisy neighbour) hits every variant alike.
  */
 export async function measureOverhead(ctx: SectionContext): Promise<OverheadLevel[]> {
-  type Variant = 'plain' | 'idem' | 'idemRaw';
-  const variants: Variant[] = ['plain', 'idem', 'idemRaw'];
+  type Variant = 'plain' | 'idem' | 'idemRaw' | 'floor';
+  const variants: Variant[] = ['plain', 'idem', 'idemRaw', 'floor'];
   const runs = new Map<number, Record<Variant, ClosedLoopResult[]>>();
-  for (const c of ctx.profile.levels) runs.set(c, { plain: [], idem: [], idemRaw: [] });
+  for (const c of ctx.profile.levels) runs.set(c, { plain: [], idem: [], idemRaw: [], floor: [] });
   for (let rep = 0; rep < ctx.profile.reps; rep++) {
     for (const concurrency of ctx.profile.levels) {
       // The order rotates run by run, so that drift hits every variant alike.
@@ -46,7 +54,12 @@ export async function measureOverhead(ctx: SectionContext): Promise<OverheadLeve
           variant === 'idem'
             ? { kind: 'fresh', prefix, attempt: FIRST_ATTEMPT }
             : { kind: 'fresh', prefix };
-        const path = variant === 'plain' ? 'plain.create' : 'idem.create';
+        const path =
+          variant === 'plain'
+            ? 'plain.create'
+            : variant === 'floor'
+              ? 'floor.create'
+              : 'idem.create';
         const result = await ctx.worker.run(
           loopJob(ctx, { path, keys, concurrency }),
           jobTimeout(ctx),
@@ -59,12 +72,17 @@ export async function measureOverhead(ctx: SectionContext): Promise<OverheadLeve
     }
   }
   return ctx.profile.levels.map((concurrency) => {
-    const { plain, idem, idemRaw } = runs.get(concurrency)!;
+    const { plain, idem, idemRaw, floor } = runs.get(concurrency)!;
     return {
       concurrency,
       plain: summarizeRuns(plain),
       idem: summarizeRuns(idem),
       idemRaw: summarizeRuns(idemRaw),
+      floor: summarizeRuns(floor),
+      floorThroughputRatio: ratioSpread(
+        floor.map((r) => r.throughput),
+        plain.map((r) => r.throughput),
+      ),
       rawThroughputRatio: ratioSpread(
         idemRaw.map((r) => r.throughput),
         plain.map((r) => r.throughput),

@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_KEY_MAX_LENGTH, parseIdempotencyKey } from './idempotencyKey.js';
+import {
+  IDEMPOTENCY_KEY_MAX_LENGTH,
+  idempotencyKeySchema,
+  parseIdempotencyKey,
+} from './idempotencyKey.js';
 
 describe('parseIdempotencyKey', () => {
   it.each([
@@ -48,6 +52,25 @@ describe('parseIdempotencyKey', () => {
         fc.string({ unit: visible, maxLength: 100 }),
         (before, bad, after) => !parseIdempotencyKey([before + bad + after]).ok,
       ),
+    );
+  });
+
+  it('accepts exactly what idempotencyKeySchema accepts (its checks are written out)', () => {
+    const near = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 300 }),
+      fc.string({
+        unit: fc.integer({ min: 0x1f, max: 0x7f }).map((c) => String.fromCharCode(c)),
+        maxLength: 260,
+      }),
+      fc.integer({ min: 250, max: 260 }).map((n) => '~'.repeat(n)),
+    );
+    fc.assert(
+      fc.property(near, (value) => {
+        const parsed = parseIdempotencyKey([value]);
+        expect(parsed.ok).toBe(idempotencyKeySchema.safeParse(value).success);
+        if (parsed.ok) expect(parsed.key).toBe(value);
+      }),
+      { numRuns: 2000 },
     );
   });
 });

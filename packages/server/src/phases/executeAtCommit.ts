@@ -88,7 +88,20 @@ async function runKey(
   let outcome;
   try {
     outcome = await store.commitWithRecord(async (tx) => {
-      const result = await job.next({ ...job.execution, operationId, executions: 1, tx });
+      const { execution } = job;
+      // Written out rather than spread from `job.execution` (once per request: V8 builds a
+      // literal of one shape fastest; the spread took its slow path in the issue-14 profile).
+      const result = await job.next({
+        keyHash: execution.keyHash,
+        scope: execution.scope,
+        procedure: execution.procedure,
+        requestId: execution.requestId,
+        clientAttempt: execution.clientAttempt,
+        remainingMs: execution.remainingMs,
+        operationId,
+        executions: 1,
+        tx,
+      });
       if (!result.ok) throw new HandlerFailed(result.error);
       const response = {
         status: 200,
@@ -151,7 +164,8 @@ function outcomeRecord(
     operationId,
     state,
     response: {
-      ...response,
+      status: response.status,
+      body: response.body,
       replayWindowMs: options.replayWindowMs,
       retentionMs: options.retentionMs,
     },

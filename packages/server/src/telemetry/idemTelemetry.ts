@@ -99,7 +99,10 @@ export function createIdemTelemetry(
       const attributes = { 'idem.procedure': event.procedure };
       switch (event.type) {
         case 'executed':
-          executions.add(1, { ...attributes, 'idem.outcome': event.outcome });
+          executions.add(1, {
+            'idem.procedure': event.procedure,
+            'idem.outcome': event.outcome,
+          });
           if (event.takeover) takeovers.add(1, attributes);
           if (event.outcome === 'unsettled') unknown.add(1, attributes);
           break;

@@ -29,6 +29,7 @@ interface HmacPads {
   outer: Buffer;
 }
 const padsBySecret = new Map<string, HmacPads>();
+const MAX_SECRETS = 64;
 
 function padsOf(secret: string): HmacPads {
   let pads = padsBySecret.get(secret);
@@ -42,7 +43,9 @@ function padsOf(secret: string): HmacPads {
       outer[i]! ^= key[i]!;
     }
     pads = { inner, outer };
-    // A server has its current secret and a few previous ones: the map stays that small.
+    // A server has its current secret and a few previous ones; the bound only keeps a process
+    // that makes many apps (tests, say) from holding every secret it ever saw.
+    if (padsBySecret.size >= MAX_SECRETS) padsBySecret.clear();
     padsBySecret.set(secret, pads);
   }
   return pads;

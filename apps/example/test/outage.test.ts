@@ -4,7 +4,8 @@
  * `pg_ctl stop -m immediate` (every backend killed at once) and restart. The process never
  * exits; every answer is a success, or a 503 IDEMPOTENCY_STORE_UNAVAILABLE with Retry-After
  * (or a payment's documented retryable answers: 409 IDEMPOTENCY_REQUEST_IN_PROGRESS while its
- * lease is held, 503 when its charge's outcome must be looked up), within the bound; afterwards every key settled once: one order and one payment per key, one
+ * lease is held, 503 when its charge's outcome must be looked up, with or without the reason
+ * IDEMPOTENCY_OUTCOME_LOOKUP_PENDING), within the bound; afterwards every key settled once: one order and one payment per key, one
  * charge per payment, and every key replays the result first acknowledged for it.
  *
  * Without the postgres.js patch (patches/postgres@3.4.9.patch) the server died here with an
@@ -128,10 +129,15 @@ function acceptable(answer: Answer): boolean {
   if (answer.status === 503) {
     // The store was unreachable; or the stand-in processor (on the same database) failed
     // mid-charge, so the charge's outcome is looked up on the retry: a plain retryable 503
-    // (docs/server.md), whatever its message says.
+    // (docs/server.md), whatever its message says; or the charge outlived its time limit while
+    // the database was away (docs/contract.md: 503 IDEMPOTENCY_OUTCOME_LOOKUP_PENDING, retried
+    // with the same key, nothing ran twice). The counts below check that nothing did.
     return (
       (answer.reason === 'IDEMPOTENCY_STORE_UNAVAILABLE' && answer.retryAfter !== undefined) ||
-      (answer.procedure === 'payments.create' && answer.reason === undefined)
+      (answer.procedure === 'payments.create' && answer.reason === undefined) ||
+      (answer.procedure === 'payments.create' &&
+        answer.reason === 'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING' &&
+        answer.retryAfter !== undefined)
     );
   }
   if (answer.status === 409) {

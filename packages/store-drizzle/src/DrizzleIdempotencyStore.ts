@@ -188,9 +188,7 @@ export class DrizzleIdempotencyStore<
         const runner = this.#statements(tx);
         const values = outcomeValues(done.record);
         if (runner.sendLast) {
-          const last = runner.sendLast(this.#templates.recordOutcome, values);
-          recorded = last.result;
-          await last.sent;
+          recorded = runner.sendLast(this.#templates.recordOutcome, values);
         } else {
           recorded = runner.run(this.#templates.recordOutcome, values);
           await recorded;

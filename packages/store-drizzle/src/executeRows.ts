@@ -26,16 +26,14 @@ export interface StatementRunner {
   /** Runs a statement rendered once (statementTemplate.ts) with the values of this call. */
   run(template: StatementTemplate, values: Record<string, unknown>): Promise<unknown>;
   /**
-   * Sends `template` as the transaction's last statement without waiting for its answer: `sent`
-   * resolves once the statement is queued on the transaction's connection, ahead of the COMMIT
-   * the transaction sends when its callback returns, so both go out in one write and cost one
-   * round trip; `result` settles with the statement's answer. Absent when the driver cannot
+   * Sends `template` as the transaction's last statement without waiting for its answer: by the
+   * time it returns, the statement is queued on the transaction's connection, ahead of the
+   * COMMIT the transaction sends when its callback returns, so both go out in one write and cost
+   * one round trip. The promise settles with the statement's answer (nothing reads it before the
+   * transaction settles: an unread rejection is not reported). Absent when the driver cannot
    * pipeline: the store then awaits the statement before the COMMIT.
    */
-  sendLast?(
-    template: StatementTemplate,
-    values: Record<string, unknown>,
-  ): { sent: Promise<void>; result: Promise<unknown> };
+  sendLast?(template: StatementTemplate, values: Record<string, unknown>): Promise<unknown>;
 }
 
 /**

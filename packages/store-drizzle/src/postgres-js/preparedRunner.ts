@@ -101,7 +101,7 @@ function sendLastOn(
       throw error;
     });
     result.catch(() => {}); // the caller reads it after the transaction settles
-    return { sent: Promise.resolve(), result };
+    return result;
   };
 }
 

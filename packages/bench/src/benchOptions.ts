@@ -33,7 +33,7 @@ export interface BenchProfile {
   storm: { requests: number; reps: number };
   /**
    * The key table at scale, per database: rows, and the share of them already expired (enough
-   * that the reaper, back to back, is still busy when a run's foreground traffic ends).
+   * that the reaper, run after run, is still busy when a run's foreground traffic ends).
    */
   scale: {
     rows: { postgres: number; pglite: number };

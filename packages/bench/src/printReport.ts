@@ -252,7 +252,7 @@ export function printReport(report: BenchReport): string {
     else
       out.push(
         table(
-          'Reaper (createReaper, batches of 500, back to back) while the same foreground runs',
+          'Reaper (createReaper: batches of 500, each followed by a pause as long as it took) while the same foreground runs',
           [
             'run',
             'deleted',

@@ -49,8 +49,9 @@ export interface ScaleResult {
  * of the rows already past `purge_after` by the database clock) and VACUUM ANALYZEd; a second
  * server keeps an empty table (its own database, or its own PGlite), truncated before each run.
  * Each run then measures, back to back: fresh claims on the empty table, on the full one, and on
- * the full one while the reaper (`createReaper({ store })`, back to back, in the server process,
- * on its pool) deletes expired rows. The foreground p99 with reaping counts the requests that
+ * the full one while the reaper (`createReaper({ store })` with its defaults: batches of 500, each
+ * followed by a pause as long as it took; its runs back to back, in the server process, on its
+ * pool) deletes expired rows. The foreground p99 with reaping counts the requests that
  * started while the reaper ran. After each run the rows it deleted are loaded again, so every
  * run starts from the same table.
  */

@@ -25,6 +25,15 @@ import { systemClock, type RetryClock } from './RetryClock.js';
 import { runWithRetries } from './runWithRetries.js';
 import { toClientError } from './toClientError.js';
 
+/**
+ * The abort reason when tRPC unsubscribes from a call, which it does after every result. Made once:
+ * `abort()` without a reason builds a `DOMException`, with its stack trace, on every call. It
+ * reaches only this call's own transport and retry loop, whose outcome is no longer delivered.
+ */
+const UNSUBSCRIBED = Object.assign(new Error('idem: the call was unsubscribed'), {
+  name: 'AbortError',
+});
+
 /** The link's defaults, in one place. */
 export const IDEM_LINK_DEFAULTS = {
   maxAttempts: 3,
@@ -227,7 +236,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
           )
           .finally(dispose);
 
-        return () => unsubscribed.abort();
+        return () => unsubscribed.abort(UNSUBSCRIBED);
       });
     };
   };

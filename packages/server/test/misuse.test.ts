@@ -186,6 +186,70 @@ describe('misplaced idem never answers wrongly', () => {
     expect(() => idem.completer({ router: fixed, createContext })).not.toThrow();
   });
 
+  it('the workers refuse, at start-up, options that would make them idle, spin or take over records they cannot run', async () => {
+    await using env = await pgliteEnv();
+    const idem = createIdempotency({
+      keySecret: TEST_KEY_SECRET,
+      store: env.store,
+      scope: () => 'acct_x',
+      queue: {},
+    });
+    const router = t.router({
+      pay: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure({ mode: 'external' }))
+        .mutation(() => 1),
+      exportAll: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure({ mode: 'external', respond: 'accepted' }))
+        .mutation(() => 1),
+      local: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure())
+        .mutation(() => 1),
+    });
+    const createContext = () => ({ account: 'acct_x' });
+    const completer = (options: object) => () =>
+      idem.completer({ router, createContext, ...options });
+    const pool = (options: object) => () => idem.workerPool({ router, createContext, ...options });
+
+    // A typo, or a procedure of another mode: its records would be taken over and fail every run.
+    expect(completer({ procedures: ['pya'] })).toThrow(
+      'idem.completer(): procedures lists pya, not external-mode idempotent procedures of the router (those are: pay, exportAll)',
+    );
+    expect(completer({ procedures: ['pay', 'local'] })).toThrow(/procedures lists local, not/);
+    expect(pool({ procedures: ['pay'] })).toThrow(
+      "idem.workerPool(): procedures lists pay, not respond: 'accepted' procedures of the router (those are: exportAll)",
+    );
+    // Numbers that would make a worker do nothing, or spin on the database.
+    for (const [options, message] of [
+      [{ batchSize: 0 }, 'idem.completer(): batchSize must be an integer from 1, got 0'],
+      [{ leaseMs: Number.NaN }, 'idem.completer(): leaseMs must be an integer from 1, got NaN'],
+      [{ intervalMs: -1 }, 'idem.completer(): intervalMs must be a number from 0, got -1'],
+    ] as const) {
+      expect(completer(options)).toThrow(message);
+    }
+    expect(pool({ pollMs: 0 })).toThrow('idem.workerPool(): pollMs must be a number from 1, got 0');
+    expect(pool({ leaseMs: 2.5 })).toThrow(
+      'idem.workerPool(): leaseMs must be an integer from 1, got 2.5',
+    );
+    expect(pool({ concurrency: 0 })).toThrow(
+      'idem.workerPool(): concurrency must be an integer from 1, got 0',
+    );
+
+    // The same options, right, are taken (the pool starts at once, so it is stopped again).
+    expect(
+      completer({ procedures: ['pay'], batchSize: 1, leaseMs: 1, intervalMs: 0 }),
+    ).not.toThrow();
+    const started = idem.workerPool({
+      router,
+      createContext,
+      procedures: ['exportAll'],
+      pollMs: 1,
+    });
+    await started.stop();
+  });
+
   it('idem on a query: every call fails, naming the fix (auditRouter reports it before)', async () => {
     await using env = await pgliteEnv();
     const idem = createIdempotency({

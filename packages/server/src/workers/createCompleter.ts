@@ -7,7 +7,10 @@ import {
 } from '@idem/contract';
 import type { IdemContext, IdemRequest } from '../request/idemContext.js';
 import type { IdemRuntime } from '../request/IdemJob.js';
+import { checkedNumber, checkedProcedures } from './checkedOptions.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
+
+const WORKER = 'idem.completer()';
 
 /** Options of the completer (configured once per worker). */
 export interface CompleterOptions<TContext extends IdemContext> {
@@ -21,7 +24,10 @@ export interface CompleterOptions<TContext extends IdemContext> {
   createContext(
     record: RecoveryRecord,
   ): Omit<TContext, 'idemRequest'> | Promise<Omit<TContext, 'idemRequest'>>;
-  /** Procedure paths to complete. Defaults to every external-mode idempotent procedure. */
+  /**
+   * Procedure paths to complete. Defaults to every external-mode idempotent procedure of the
+   * router; a path that is not one of them is refused at start-up.
+   */
   procedures?: readonly string[];
   /**
    * Records finished per run, at most. They are taken over one at a time, each just before its
@@ -72,9 +78,13 @@ export function createCompleter<TContext extends IdemContext>(
   options: CompleterOptions<TContext>,
 ): Completer {
   const store = runtime.store;
-  const procedures = options.procedures ?? externalProcedures(options.router);
-  const batchSize = options.batchSize ?? 10;
-  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const external = externalProcedures(options.router);
+  const procedures = options.procedures
+    ? checkedProcedures(WORKER, options.procedures, external, 'external-mode idempotent procedures')
+    : external;
+  const batchSize = checkedNumber(WORKER, 'batchSize', options.batchSize ?? 10, 1, true);
+  const leaseMs = checkedNumber(WORKER, 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS, 1, true);
+  const intervalMs = checkedNumber(WORKER, 'intervalMs', options.intervalMs ?? 5_000, 0, false);
   const caller = (ctx: object) => options.router.createCaller(ctx) as Record<string, unknown>;
 
   async function finish(record: RecoveryRecord): Promise<keyof Omit<CompleterReport, 'taken'>> {
@@ -132,9 +142,7 @@ export function createCompleter<TContext extends IdemContext>(
     return report;
   }
 
-  const worker = runPeriodically(runOnce, options.intervalMs ?? 5_000, (error) =>
-    options.onError?.(error),
-  );
+  const worker = runPeriodically(runOnce, intervalMs, (error) => options.onError?.(error));
   return { runOnce, ...worker };
 }
 

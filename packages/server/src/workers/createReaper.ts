@@ -2,7 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecoveryStore, StuckReport } from '@idem/contract';
 import type { Meter } from '@opentelemetry/api';
 import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
+import { checkedNumber } from './checkedOptions.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
+
+const WORKER = 'createReaper';
 
 /** Options of {@link createReaper} (configured once per worker). */
 export interface ReaperOptions {
@@ -70,11 +73,17 @@ export function createReaper(options: ReaperOptions): Reaper {
 
 /** @internal {@link createReaper} on a given clock. */
 export function createPacedReaper(options: ReaperOptions, clock: ReaperClock): Reaper {
-  const batchSize = checked('batchSize', options.batchSize ?? 500, 1, true);
-  const maxBatches = checked('maxBatches', options.maxBatches ?? 20, 1, true);
-  const pauseRatio = checked('pauseRatio', options.pauseRatio ?? 1, 0, false);
-  const stuckAfterMs = checked('stuckAfterMs', options.stuckAfterMs ?? 300_000, 0, false);
-  const intervalMs = checked('intervalMs', options.intervalMs ?? 60_000, 0, false);
+  const batchSize = checkedNumber(WORKER, 'batchSize', options.batchSize ?? 500, 1, true);
+  const maxBatches = checkedNumber(WORKER, 'maxBatches', options.maxBatches ?? 20, 1, true);
+  const pauseRatio = checkedNumber(WORKER, 'pauseRatio', options.pauseRatio ?? 1, 0, false);
+  const stuckAfterMs = checkedNumber(
+    WORKER,
+    'stuckAfterMs',
+    options.stuckAfterMs ?? 300_000,
+    0,
+    false,
+  );
+  const intervalMs = checkedNumber(WORKER, 'intervalMs', options.intervalMs ?? 60_000, 0, false);
   const telemetry = createIdemTelemetry({
     ...(options.meter ? { meter: options.meter } : {}),
     tracing: false,
@@ -120,15 +129,4 @@ export function createPacedReaper(options: ReaperOptions, clock: ReaperClock): R
       await worker.stop();
     },
   };
-}
-
-/** An option as given, or a start-up error naming it. */
-function checked(name: string, value: number, min: number, integer: boolean): number {
-  const valid = integer ? Number.isSafeInteger(value) : Number.isFinite(value);
-  if (!valid || value < min) {
-    throw new TypeError(
-      `createReaper: ${name} must be ${integer ? 'an integer' : 'a number'} from ${min}, got ${value}`,
-    );
-  }
-  return value;
 }

@@ -8,6 +8,9 @@ import {
 import type { IdemContext, IdemRequest } from '../request/idemContext.js';
 import type { IdemJob, IdemRuntime } from '../request/IdemJob.js';
 import { reject, storeUnavailable } from '../errors/idemErrors.js';
+import { checkedNumber, checkedProcedures } from './checkedOptions.js';
+
+const WORKER = 'idem.workerPool()';
 
 /** Options of the queue of long-running work (`queue` of `createIdempotency`). */
 export interface QueueOptions {
@@ -38,7 +41,10 @@ export interface WorkerPoolOptions<TContext extends IdemContext> {
   pollMs?: number;
   /** Lease a worker takes on a record. Defaults to 30 000. */
   leaseMs?: number;
-  /** Procedure paths to run. Defaults to every `respond: 'accepted'` procedure of the router. */
+  /**
+   * Procedure paths to run. Defaults to every `respond: 'accepted'` procedure of the router; a path
+   * that is not one of them is refused at start-up.
+   */
   procedures?: readonly string[];
   /** Errors of the loop (a store that is down). Defaults to none. */
   onError?(error: unknown): void;
@@ -112,15 +118,14 @@ export function createWorkerPool<TContext extends IdemContext>(
     throw new TypeError('idem.workerPool(): pass `queue` to createIdempotency first');
   }
   const store = runtime.store as RecoveryStore<unknown>;
-  const procedures = options.procedures ?? acceptedProcedures(options.router);
+  const accepted = acceptedProcedures(options.router);
+  const procedures = options.procedures
+    ? checkedProcedures(WORKER, options.procedures, accepted, "respond: 'accepted' procedures")
+    : accepted;
+  const concurrency = checkedNumber(WORKER, 'concurrency', options.concurrency ?? 4, 1, true);
+  const leaseMs = checkedNumber(WORKER, 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS, 1, true);
+  const pollMs = checkedNumber(WORKER, 'pollMs', options.pollMs ?? 250, 1, false);
   for (const path of procedures) runtime.acceptedPaths.add(path);
-  const concurrency = options.concurrency ?? 4;
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
-    throw new TypeError(
-      `idem.workerPool(): concurrency must be an integer from 1, got ${concurrency}`,
-    );
-  }
-  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const caller = (ctx: object) => options.router.createCaller(ctx) as Record<string, unknown>;
   let running = 0;
   let filling = false;
@@ -173,7 +178,7 @@ export function createWorkerPool<TContext extends IdemContext>(
     }
   }
 
-  const timer = setInterval(() => void fill(), options.pollMs ?? 250);
+  const timer = setInterval(() => void fill(), pollMs);
   void fill();
   return {
     get running() {

@@ -1,0 +1,45 @@
+/*
+ * Start-up checks of the workers' options (createReaper, idem.completer(), idem.workerPool()): a
+ * value that would make a worker do nothing, spin, or take over records it cannot run is refused
+ * when the worker is made, naming the option, never found later in a report.
+ */
+
+/**
+ * `value` if it is a number (an integer when `integer`) of at least `min`; else a `TypeError`
+ * such as "createReaper: batchSize must be an integer from 1, got 0".
+ */
+export function checkedNumber(
+  worker: string,
+  name: string,
+  value: number,
+  min: number,
+  integer: boolean,
+): number {
+  const valid = integer ? Number.isSafeInteger(value) : Number.isFinite(value);
+  if (!valid || value < min) {
+    throw new TypeError(
+      `${worker}: ${name} must be ${integer ? 'an integer' : 'a number'} from ${min}, got ${value}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The `procedures` a worker was given, each one of `eligible` (the router's procedures of the kind
+ * the worker runs). A path outside them (a typo, a renamed procedure, one of another mode) would
+ * have its records taken over and fail every run until the poison cap hands them to operators.
+ */
+export function checkedProcedures(
+  worker: string,
+  listed: readonly string[],
+  eligible: readonly string[],
+  kind: string,
+): readonly string[] {
+  const unknown = listed.filter((path) => !eligible.includes(path));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `${worker}: procedures lists ${unknown.join(', ')}, not ${kind} of the router (${eligible.length > 0 ? `those are: ${eligible.join(', ')}` : 'it has none'})`,
+    );
+  }
+  return listed;
+}

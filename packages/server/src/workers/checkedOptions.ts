@@ -25,16 +25,18 @@ export function checkedNumber(
 }
 
 /**
- * The `procedures` a worker was given, each one of `eligible` (the router's procedures of the kind
- * the worker runs). A path outside them (a typo, a renamed procedure, one of another mode) would
- * have its records taken over and fail every run until the poison cap hands them to operators.
+ * The `procedures` a worker runs: all of `eligible` (the router's procedures of the kind the
+ * worker runs) when none are listed, else the listed ones, each checked to be one of them. A path
+ * outside them (a typo, a renamed procedure, one of another mode) would have its records taken
+ * over and fail every run until the poison cap hands them to operators.
  */
 export function checkedProcedures(
   worker: string,
-  listed: readonly string[],
+  listed: readonly string[] | undefined,
   eligible: readonly string[],
   kind: string,
 ): readonly string[] {
+  if (listed === undefined) return eligible;
   const unknown = listed.filter((path) => !eligible.includes(path));
   if (unknown.length > 0) {
     throw new TypeError(

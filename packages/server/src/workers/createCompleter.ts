@@ -78,10 +78,12 @@ export function createCompleter<TContext extends IdemContext>(
   options: CompleterOptions<TContext>,
 ): Completer {
   const store = runtime.store;
-  const external = externalProcedures(options.router);
-  const procedures = options.procedures
-    ? checkedProcedures(WORKER, options.procedures, external, 'external-mode idempotent procedures')
-    : external;
+  const procedures = checkedProcedures(
+    WORKER,
+    options.procedures,
+    externalProcedures(options.router),
+    'external-mode idempotent procedures',
+  );
   const batchSize = checkedNumber(WORKER, 'batchSize', options.batchSize ?? 10, 1, true);
   const leaseMs = checkedNumber(WORKER, 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS, 1, true);
   const intervalMs = checkedNumber(WORKER, 'intervalMs', options.intervalMs ?? 5_000, 0, false);

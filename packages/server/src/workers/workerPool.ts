@@ -118,10 +118,12 @@ export function createWorkerPool<TContext extends IdemContext>(
     throw new TypeError('idem.workerPool(): pass `queue` to createIdempotency first');
   }
   const store = runtime.store as RecoveryStore<unknown>;
-  const accepted = acceptedProcedures(options.router);
-  const procedures = options.procedures
-    ? checkedProcedures(WORKER, options.procedures, accepted, "respond: 'accepted' procedures")
-    : accepted;
+  const procedures = checkedProcedures(
+    WORKER,
+    options.procedures,
+    acceptedProcedures(options.router),
+    "respond: 'accepted' procedures",
+  );
   const concurrency = checkedNumber(WORKER, 'concurrency', options.concurrency ?? 4, 1, true);
   const leaseMs = checkedNumber(WORKER, 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS, 1, true);
   const pollMs = checkedNumber(WORKER, 'pollMs', options.pollMs ?? 250, 1, false);

@@ -9,7 +9,7 @@ import {
 } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
-import { positiveInteger, positiveMs } from './assertOptions.js';
+import { positiveInteger, timerMs } from './assertOptions.js';
 import { attemptHeaders, withoutIdemHeaders } from './attemptHeaders.js';
 import type { Backoff } from './backoff/Backoff.js';
 import { fullJitter } from './backoff/fullJitter.js';
@@ -127,11 +127,11 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
     'maxAttempts',
     opts.maxAttempts ?? IDEM_LINK_DEFAULTS.maxAttempts,
   );
-  const attemptTimeoutMs = positiveMs(
+  const attemptTimeoutMs = timerMs(
     'attemptTimeoutMs',
     opts.attemptTimeoutMs ?? IDEM_LINK_DEFAULTS.attemptTimeoutMs,
   );
-  const deadlineMs = positiveMs('deadlineMs', opts.deadlineMs ?? IDEM_LINK_DEFAULTS.deadlineMs);
+  const deadlineMs = timerMs('deadlineMs', opts.deadlineMs ?? IDEM_LINK_DEFAULTS.deadlineMs);
   const backoff = opts.backoff ?? fullJitter();
   const retryOn500 = opts.retryOn500 ?? IDEM_LINK_DEFAULTS.retryOn500;
   const retryQueries = opts.retryQueries ?? IDEM_LINK_DEFAULTS.retryQueries;

@@ -55,6 +55,22 @@ describe('waitForOperation', () => {
     expect(clock.slept).toEqual([400, 400, 200]);
   });
 
+  it('refuses a pause or a deadline no timer can keep, before reading anything', async () => {
+    let reads = 0;
+    const read = async ({ operationId }: { operationId: string }): Promise<Status> => {
+      reads++;
+      return { operationId, state: 'PENDING' };
+    };
+    const accepted = { operationId: 'op-1' };
+    await expect(waitForOperation(read, accepted, { intervalMs: 0 })).rejects.toThrow(
+      'intervalMs must be a finite number of milliseconds > 0, got 0',
+    );
+    await expect(waitForOperation(read, accepted, { timeoutMs: 2 ** 31 })).rejects.toThrow(
+      'timeoutMs must be at most 2147483647 ms (the longest a timer can wait), got 2147483648',
+    );
+    expect(reads).toBe(0);
+  });
+
   it('stops on abort', async () => {
     const controller = new AbortController();
     controller.abort(new Error('left the page'));

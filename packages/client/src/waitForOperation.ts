@@ -1,4 +1,5 @@
 import { systemClock, type RetryClock } from './RetryClock.js';
+import { timerMs } from './assertOptions.js';
 
 /** The states in which an operation is over (or needs a person): waiting ends there. */
 const SETTLED = new Set(['COMPLETED', 'TERMINAL_FAILURE', 'NEEDS_RECONCILIATION']);
@@ -48,8 +49,8 @@ export async function waitForOperation<TStatus extends { state: string }>(
   options: WaitForOperationOptions = {},
 ): Promise<TStatus> {
   const clock = options.clock ?? systemClock;
-  const deadline = clock.now() + (options.timeoutMs ?? 30_000);
-  const interval = options.intervalMs ?? 500;
+  const deadline = clock.now() + timerMs('timeoutMs', options.timeoutMs ?? 30_000);
+  const interval = timerMs('intervalMs', options.intervalMs ?? 500);
   const { operationId } = accepted;
   for (;;) {
     options.signal?.throwIfAborted();

@@ -131,5 +131,20 @@ describe('idemLink options', () => {
     expect(() => idemLink<ShopRouter>({ http, idempotent, attemptTimeoutMs: Number.NaN })).toThrow(
       RangeError,
     );
+    // Past 2^31 - 1 ms a timer fires after 1 ms: every attempt would time out at once.
+    expect(() => idemLink<ShopRouter>({ http, idempotent, attemptTimeoutMs: 2 ** 31 })).toThrow(
+      'attemptTimeoutMs must be at most 2147483647 ms (the longest a timer can wait), got 2147483648',
+    );
+    expect(() => idemLink<ShopRouter>({ http, idempotent, deadlineMs: 1e10 })).toThrow(
+      'deadlineMs must be at most 2147483647 ms',
+    );
+    expect(() =>
+      idemLink<ShopRouter>({
+        http,
+        idempotent,
+        attemptTimeoutMs: 2 ** 31 - 1,
+        deadlineMs: 2 ** 31 - 1,
+      }),
+    ).not.toThrow();
   });
 });

@@ -225,11 +225,22 @@ describe('misplaced idem never answers wrongly', () => {
     for (const [options, message] of [
       [{ batchSize: 0 }, 'idem.completer(): batchSize must be an integer from 1, got 0'],
       [{ leaseMs: Number.NaN }, 'idem.completer(): leaseMs must be an integer from 1, got NaN'],
-      [{ intervalMs: -1 }, 'idem.completer(): intervalMs must be a number from 0, got -1'],
+      [
+        { intervalMs: -1 },
+        'idem.completer(): intervalMs must be a number from 0 to 2147483647, got -1',
+      ],
+      // Past 2^31 - 1 ms a timer fires after 1 ms: the completer would run in a loop.
+      [
+        { intervalMs: 2 ** 31 },
+        'idem.completer(): intervalMs must be a number from 0 to 2147483647, got 2147483648',
+      ],
     ] as const) {
       expect(completer(options)).toThrow(message);
     }
-    expect(pool({ pollMs: 0 })).toThrow('idem.workerPool(): pollMs must be a number from 1, got 0');
+    expect(pool({ pollMs: 0 })).toThrow(
+      'idem.workerPool(): pollMs must be a number from 1 to 2147483647, got 0',
+    );
+    expect(pool({ pollMs: 2 ** 31 })).toThrow(/pollMs must be a number from 1 to 2147483647/);
     expect(pool({ leaseMs: 2.5 })).toThrow(
       'idem.workerPool(): leaseMs must be an integer from 1, got 2.5',
     );

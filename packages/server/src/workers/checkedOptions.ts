@@ -5,7 +5,13 @@
  */
 
 /**
- * `value` if it is a number (an integer when `integer`) of at least `min`; else a `TypeError`
+ * The longest a timer can wait: `setTimeout` fires after 1 ms instead when given more, which
+ * would turn a worker's interval into a loop on the database.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * `value` if it is a number (an integer when `integer`) from `min` to `max`; else a `TypeError`
  * such as "createReaper: batchSize must be an integer from 1, got 0".
  */
 export function checkedNumber(
@@ -14,11 +20,13 @@ export function checkedNumber(
   value: number,
   min: number,
   integer: boolean,
+  max = Number.POSITIVE_INFINITY,
 ): number {
   const valid = integer ? Number.isSafeInteger(value) : Number.isFinite(value);
-  if (!valid || value < min) {
+  if (!valid || value < min || value > max) {
+    const range = max === Number.POSITIVE_INFINITY ? `from ${min}` : `from ${min} to ${max}`;
     throw new TypeError(
-      `${worker}: ${name} must be ${integer ? 'an integer' : 'a number'} from ${min}, got ${value}`,
+      `${worker}: ${name} must be ${integer ? 'an integer' : 'a number'} ${range}, got ${value}`,
     );
   }
   return value;

@@ -108,6 +108,12 @@ describe('createReaper: pacing', () => {
     expect(h.pauses).toEqual([5]);
   });
 
+  it('never asks a timer for more than it can wait (2^31 - 1 ms)', async () => {
+    const h = harness([10, 3], [5, 5]);
+    await runWithPausesElapsing(h, { batchSize: 10, pauseRatio: 1e12 });
+    expect(h.pauses).toEqual([2_147_483_647]);
+  });
+
   it('stop() ends a pause at once, and the run after the batch it was in', async () => {
     const h = harness(Array(20).fill(10), Array(20).fill(1_000_000));
     const reports: number[] = [];
@@ -149,6 +155,8 @@ describe('createReaper: options are checked at start-up', () => {
     ['pauseRatio', Number.NaN],
     ['stuckAfterMs', -1],
     ['intervalMs', Number.NaN],
+    // Past 2^31 - 1 ms a timer fires after 1 ms: the reaper would run in a loop.
+    ['intervalMs', 2 ** 31],
   ] as const)('%s: %s is refused, naming the option', (name, value) => {
     expect(() => createReaper({ store, [name]: value })).toThrow(
       new RegExp(`^createReaper: ${name} must be`),

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecoveryStore, StuckReport } from '@idem/contract';
 import type { Meter } from '@opentelemetry/api';
 import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
-import { checkedNumber } from './checkedOptions.js';
+import { checkedNumber, MAX_TIMER_MS } from './checkedOptions.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
 
 const WORKER = 'createReaper';
@@ -83,7 +83,14 @@ export function createPacedReaper(options: ReaperOptions, clock: ReaperClock): R
     0,
     false,
   );
-  const intervalMs = checkedNumber(WORKER, 'intervalMs', options.intervalMs ?? 60_000, 0, false);
+  const intervalMs = checkedNumber(
+    WORKER,
+    'intervalMs',
+    options.intervalMs ?? 60_000,
+    0,
+    false,
+    MAX_TIMER_MS,
+  );
   const telemetry = createIdemTelemetry({
     ...(options.meter ? { meter: options.meter } : {}),
     tracing: false,
@@ -109,7 +116,7 @@ export function createPacedReaper(options: ReaperOptions, clock: ReaperClock): R
       deleted += n;
       // A short batch means nothing is left; the last batch of the run needs no pause after it.
       if (n < batchSize || batch === maxBatches - 1 || signal.aborted) break;
-      const pauseMs = (clock.now() - started) * pauseRatio;
+      const pauseMs = Math.min((clock.now() - started) * pauseRatio, MAX_TIMER_MS);
       if (pauseMs > 0) await clock.sleep(pauseMs, signal);
       if (signal.aborted) break;
     }

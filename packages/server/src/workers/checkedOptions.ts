@@ -32,6 +32,11 @@ export function checkedNumber(
   return value;
 }
 
+/** Milliseconds from `min` that a worker's timer waits (its interval, its polling). */
+export function checkedTimerMs(worker: string, name: string, value: number, min: number): number {
+  return checkedNumber(worker, name, value, min, false, MAX_TIMER_MS);
+}
+
 /**
  * The `procedures` a worker runs: all of `eligible` (the router's procedures of the kind the
  * worker runs) when none are listed, else the listed ones, each checked to be one of them. A path

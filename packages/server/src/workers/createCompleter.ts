@@ -7,7 +7,7 @@ import {
 } from '@idem/contract';
 import type { IdemContext, IdemRequest } from '../request/idemContext.js';
 import type { IdemRuntime } from '../request/IdemJob.js';
-import { checkedNumber, checkedProcedures, MAX_TIMER_MS } from './checkedOptions.js';
+import { checkedNumber, checkedProcedures, checkedTimerMs } from './checkedOptions.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
 
 const WORKER = 'idem.completer()';
@@ -86,14 +86,7 @@ export function createCompleter<TContext extends IdemContext>(
   );
   const batchSize = checkedNumber(WORKER, 'batchSize', options.batchSize ?? 10, 1, true);
   const leaseMs = checkedNumber(WORKER, 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS, 1, true);
-  const intervalMs = checkedNumber(
-    WORKER,
-    'intervalMs',
-    options.intervalMs ?? 5_000,
-    0,
-    false,
-    MAX_TIMER_MS,
-  );
+  const intervalMs = checkedTimerMs(WORKER, 'intervalMs', options.intervalMs ?? 5_000, 0);
   const caller = (ctx: object) => options.router.createCaller(ctx) as Record<string, unknown>;
 
   async function finish(record: RecoveryRecord): Promise<keyof Omit<CompleterReport, 'taken'>> {

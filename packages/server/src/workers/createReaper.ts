@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RecoveryStore, StuckReport } from '@idem/contract';
 import type { Meter } from '@opentelemetry/api';
 import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
-import { checkedNumber, MAX_TIMER_MS } from './checkedOptions.js';
+import { checkedNumber, checkedTimerMs, MAX_TIMER_MS } from './checkedOptions.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
 
 const WORKER = 'createReaper';
@@ -83,14 +83,7 @@ export function createPacedReaper(options: ReaperOptions, clock: ReaperClock): R
     0,
     false,
   );
-  const intervalMs = checkedNumber(
-    WORKER,
-    'intervalMs',
-    options.intervalMs ?? 60_000,
-    0,
-    false,
-    MAX_TIMER_MS,
-  );
+  const intervalMs = checkedTimerMs(WORKER, 'intervalMs', options.intervalMs ?? 60_000, 0);
   const telemetry = createIdemTelemetry({
     ...(options.meter ? { meter: options.meter } : {}),
     tracing: false,

@@ -8,7 +8,7 @@ import {
 import type { IdemContext, IdemRequest } from '../request/idemContext.js';
 import type { IdemJob, IdemRuntime } from '../request/IdemJob.js';
 import { reject, storeUnavailable } from '../errors/idemErrors.js';
-import { checkedNumber, checkedProcedures, MAX_TIMER_MS } from './checkedOptions.js';
+import { checkedNumber, checkedProcedures, checkedTimerMs } from './checkedOptions.js';
 
 const WORKER = 'idem.workerPool()';
 
@@ -126,7 +126,7 @@ export function createWorkerPool<TContext extends IdemContext>(
   );
   const concurrency = checkedNumber(WORKER, 'concurrency', options.concurrency ?? 4, 1, true);
   const leaseMs = checkedNumber(WORKER, 'leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS, 1, true);
-  const pollMs = checkedNumber(WORKER, 'pollMs', options.pollMs ?? 250, 1, false, MAX_TIMER_MS);
+  const pollMs = checkedTimerMs(WORKER, 'pollMs', options.pollMs ?? 250, 1);
   for (const path of procedures) runtime.acceptedPaths.add(path);
   const caller = (ctx: object) => options.router.createCaller(ctx) as Record<string, unknown>;
   let running = 0;

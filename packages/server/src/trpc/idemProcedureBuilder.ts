@@ -1,4 +1,4 @@
-import { initTRPC } from '@trpc/server';
+import { getTRPCErrorFromUnknown, initTRPC } from '@trpc/server';
 import { idemMisuse } from '../errors/idemErrors.js';
 import type { TRPCDefaultErrorShape, TRPCProcedureBuilder, TRPCUnsetMarker } from '@trpc/server';
 import type { IdemMeta, IdempotencyOptions } from '@idem/contract';
@@ -7,7 +7,12 @@ import type { IdemContext } from '../request/idemContext.js';
 import type { IdemExecution } from '../request/IdemExecution.js';
 import type { NextResult } from '../request/IdemJob.js';
 import { markIdemMiddleware } from './idemMiddlewareMark.js';
-import type { TRPCGetRawInputFn, TRPCMiddlewareResult } from './trpcInternals.js';
+import {
+  shapeError,
+  trpcMiddlewareMarker,
+  type TRPCGetRawInputFn,
+  type TRPCMiddlewareResult,
+} from './trpcInternals.js';
 
 /**
  * The builder type `idem.procedure()` returns: adds `ctx.idem`, idem's meta, and the error shape
@@ -50,17 +55,21 @@ export function buildPlugin<TContext extends IdemContext>() {
   return initTRPC.context<TContext>().meta<IdemMeta>().create({ isDev: false }); // never send stack traces of idem's own errors
 }
 
-/** One idempotent procedure builder around `handle` (per procedure). */
+/**
+ * One idempotent procedure builder around `handle` (per procedure): one tRPC middleware, which
+ * also shapes the errors idem raised (`formatIdemError`), as an `.errors(formatIdemError)` layer
+ * in front of it would. Folded in, that layer costs nothing per request (measured in-process: a
+ * layer of its own cost about as much as the `.use()` itself; docs/benchmarks.md).
+ */
 export function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecution>(
   t: ReturnType<typeof buildPlugin<TContext>>,
   meta: IdempotencyOptions,
   handle: (opts: IdemMiddlewareCall<TContext, TIdem>) => Promise<NextResult>,
 ): IdemProcedureBuilder<TContext, TIdem> {
-  const builder = t.procedure
-    .meta({ idempotency: meta })
-    .errors(formatIdemError)
-    .use(async (opts) => {
-      const result = await handle({
+  const builder = t.procedure.meta({ idempotency: meta }).use(async (opts) => {
+    let result: NextResult;
+    try {
+      result = await handle({
         ctx: opts.ctx as TContext,
         path: opts.path,
         type: opts.type,
@@ -74,10 +83,18 @@ export function buildProcedure<TContext extends IdemContext, TIdem extends IdemE
             getRawInput: () => Promise.reject(idemMisuse.inputAfterIdem(opts.path)),
           }),
       });
-      return result as TRPCMiddlewareResult<{ idem: TIdem }>;
-    });
+    } catch (cause) {
+      // What tRPC does with a throwing middleware, here so that the error gets idem's shape.
+      result = { ok: false, error: getTRPCErrorFromUnknown(cause), marker: trpcMiddlewareMarker };
+    }
+    // Errors from the steps after idem's (the handler's, a misplaced `.input()`) too, as
+    // `.errors()` in front of it would: formatIdemError shapes only those idem raised.
+    if (!result.ok) shapeError(result.error, opts.path, formatIdemError);
+    return result as TRPCMiddlewareResult<{ idem: TIdem }>;
+  });
   markIdemMiddleware(builder._def.middlewares.at(-1)!);
   return builder as unknown as IdemProcedureBuilder<TContext, TIdem>;
-  // The cast names the builder: tRPC spells the same context through its own unwrapping, and the
-  // input slot is `unknown` on purpose (see IdemProcedureBuilder).
+  // The cast names the builder: tRPC spells the same context through its own unwrapping, the
+  // input slot is `unknown` on purpose (see IdemProcedureBuilder), and the error shape is the one
+  // the middleware gives idem's errors (what `.errors(formatIdemError)` would have declared).
 }

@@ -4,6 +4,7 @@
  * tRPC release changes either, these calls through `createCaller` fail here first.
  */
 import { initTRPC, TRPCError } from '@trpc/server';
+import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -83,5 +84,65 @@ describe('tRPC internals (canary)', () => {
     expect(first).toBeInstanceOf(TRPCError);
     expect(again).toMatchObject({ code: 'BAD_REQUEST', message: 'negative' });
     expect(app.runs()).toBe(1);
+  });
+
+  it("gives idem's errors idem's shape and leaves every other error to the root formatter", async () => {
+    // idem's middleware shapes errors itself (tRPC's internal setFormattedErrorShape), where
+    // an `.errors()` layer did before: the wire shape must not change.
+    const root = initTRPC
+      .context<Ctx>()
+      .meta<IdemMeta>()
+      .create({
+        errorFormatter: ({ shape }) => ({ ...shape, data: { ...shape.data, root: true } }),
+      });
+    const idem = createIdempotency({
+      keySecret: 'k'.repeat(32),
+      store: env.store as RecoveryStore<unknown>,
+      scope: (ctx: Ctx) => ctx.account,
+    });
+    const router = root.router({
+      create: root.procedure
+        .input(z.object({ amount: z.number() }))
+        .concat(idem.procedure())
+        .mutation(({ input }) => {
+          if (input.amount < 0) throw new TRPCError({ code: 'BAD_REQUEST', message: 'negative' });
+          return { amount: input.amount };
+        }),
+    });
+    const post = async (headers: Record<string, string>, amount: number) => {
+      const response = await fetchRequestHandler({
+        endpoint: '/trpc',
+        router,
+        req: new Request('http://localhost/trpc/create', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ amount }),
+        }),
+        createContext: ({ req }) => ({ ...idemContext(req.headers), account: 'acct-shape' }),
+      });
+      return {
+        status: response.status,
+        body: (await response.json()) as { error: { data: Record<string, unknown> } },
+      };
+    };
+    // An error idem raised before the handler: idem's shape, not the root formatter's.
+    const invalid = await post({ 'idempotency-key': 'bad key with spaces' }, 1);
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.data.idem).toMatchObject({ reason: 'IDEMPOTENCY_KEY_INVALID' });
+    expect(invalid.body.error.data.root).toBeUndefined();
+    // The handler's own error: the root formatter's shape, nothing of idem's.
+    const failed = await post({ 'idempotency-key': 'canary-key-shape-1' }, -1);
+    expect(failed.status).toBe(400);
+    expect(failed.body.error.data.root).toBe(true);
+    expect(failed.body.error.data.idem).toBeUndefined();
+    // Its replay: still the handler's error, still the root formatter's shape.
+    const replayed = await post({ 'idempotency-key': 'canary-key-shape-1' }, -1);
+    expect(replayed.body.error.data.root).toBe(true);
+    expect(replayed.body.error.data.idem).toBeUndefined();
+    // The same key with another input: idem's shape again.
+    const reused = await post({ 'idempotency-key': 'canary-key-shape-1' }, 2);
+    expect(reused.status).toBe(422);
+    expect(reused.body.error.data.idem).toMatchObject({ reason: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(reused.body.error.data.root).toBeUndefined();
   });
 });

@@ -7,8 +7,14 @@
  * `TRPCProcedureBuilder` and `TRPCUnsetMarker` from `@trpc/server`, `TRPC_ERROR_CODES_BY_KEY` from
  * `@trpc/server/rpc`.
  */
+import type { TRPCError } from '@trpc/server';
 import type { GetRawInputFn, MiddlewareResult } from '@trpc/server/unstable-core-do-not-import';
-import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+import {
+  getDefaultErrorShape,
+  isFormattedErrorShape,
+  middlewareMarker,
+  setFormattedErrorShape,
+} from '@trpc/server/unstable-core-do-not-import';
 
 /**
  * The brand tRPC checks on what a middleware returns. idem answers a replay without calling
@@ -21,3 +27,21 @@ export type TRPCGetRawInputFn = GetRawInputFn;
 
 /** What a middleware returns, typed by the context it adds. */
 export type TRPCMiddlewareResult<TContextOverride> = MiddlewareResult<TContextOverride>;
+
+/**
+ * What tRPC's `.errors(formatter)` layer does to a failed result, done inside idem's own
+ * middleware instead of in a layer of its own (one tRPC layer is two copies of the call's options
+ * and a promise per request). `format` gets tRPC's default shape of the error and returns the
+ * shape the client gets, or undefined to leave the error to the root `errorFormatter`. An error
+ * a procedure-level formatter already shaped keeps its shape, as with `.errors()`.
+ */
+export function shapeError(
+  error: TRPCError,
+  path: string,
+  format: (opts: { error: TRPCError; shape: ReturnType<typeof getDefaultErrorShape> }) => unknown,
+): void {
+  if (isFormattedErrorShape(error)) return;
+  const shape = format({ error, shape: getDefaultErrorShape({ error, path, isDev: false }) });
+  if (shape !== undefined)
+    setFormattedErrorShape(error, shape as Parameters<typeof setFormattedErrorShape>[1]);
+}

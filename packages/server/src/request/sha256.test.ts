@@ -30,4 +30,22 @@ describe('sha256Hex and hmacSha256Hex', () => {
       );
     }
   });
+
+  it('give createHmac’s bytes on the string path (ASCII secrets of at most a block), calls interleaved', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 64 }),
+        fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 64 }),
+        fc.string({ unit: 'binary' }),
+        (one, other, text) => {
+          // Each secret's reused buffer is overwritten per call: alternating two must not mix them.
+          for (const secret of [one, other, one]) {
+            expect(hmacSha256Hex(secret, text)).toBe(
+              createHmac('sha256', secret).update(text).digest('hex'),
+            );
+          }
+        },
+      ),
+    );
+  });
 });

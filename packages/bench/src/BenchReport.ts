@@ -10,12 +10,19 @@ import type { StormResult } from './sections/measureStorm.js';
 export interface BenchMeta {
   profile: 'full' | 'smoke';
   db: 'postgres' | 'pglite';
+  /**
+   * What idem was measured from: its built packages, as users run them, or its TypeScript sources
+   * through tsx (`builtPackages.ts`). Absent from runs before session 6: those measured sources.
+   */
+  from?: 'dist' | 'source';
   databaseVersion: string;
   /** postgres.js connections per server process (PGlite: one in-process connection). */
   poolMax: number;
   startedAt: string;
   durationS: number;
   reps: number;
+  /** Runs of the overhead comparison (absent before session 6: `reps` then). */
+  overheadReps?: number;
   warmupMs: number;
   durationMs: number;
   machine: { cpus: number; model: string; memoryGiB: number; os: string; node: string };

@@ -94,7 +94,14 @@ const control = createBenchControl({
   store: store as unknown as RecoveryStore<unknown>,
   counter,
   profiler,
-  info: { kind, databaseVersion, poolMax: kind === 'postgres' ? poolMax : 1, pid: process.pid },
+  info: {
+    kind,
+    databaseVersion,
+    poolMax: kind === 'postgres' ? poolMax : 1,
+    pid: process.pid,
+    // Where idem's server package was loaded from: its build or its sources (--from).
+    idemServer: import.meta.resolve('@idem/server'),
+  },
 });
 const outageBody = JSON.stringify({
   error: {

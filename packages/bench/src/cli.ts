@@ -8,6 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createBenchDatabase, type BenchDatabase } from './benchDatabase.js';
+import { buildPackages, fromEnv } from './builtPackages.js';
 import { parseBenchArgs, type SectionName } from './benchOptions.js';
 import type { BenchReport } from './BenchReport.js';
 import { judgeTargets } from './judgeTargets.js';
@@ -51,20 +52,38 @@ try {
     database = await createBenchDatabase(options.serverUrl!);
     log(`database ${database.name} created`);
   }
-  const serverEnv: Record<string, string> = database
-    ? { BENCH_DB: 'postgres', DATABASE_URL: database.url, POOL_MAX: String(profile.poolMax) }
-    : { BENCH_DB: 'pglite' };
+  if (options.from === 'dist') {
+    log("building idem's packages (measured as published: --from=dist) ...");
+    await buildPackages();
+  }
+  const loadEnv = fromEnv(options.from, process.env);
+  const serverEnv: Record<string, string> = {
+    ...loadEnv,
+    ...(database
+      ? { BENCH_DB: 'postgres', DATABASE_URL: database.url, POOL_MAX: String(profile.poolMax) }
+      : { BENCH_DB: 'pglite' }),
+  };
   await using server = await startServer({ ...serverEnv, BENCH_SETUP: '1' });
-  await using worker = await startWorker();
-  const info = await server.get<{ databaseVersion: string; poolMax: number }>('info');
+  await using worker = await startWorker(loadEnv);
+  const info = await server.get<{ databaseVersion: string; poolMax: number; idemServer: string }>(
+    'info',
+  );
+  const loaded = /\/dist\/[^/]+\.js$/.test(info.idemServer) ? 'dist' : 'source';
+  if (loaded !== options.from) {
+    throw new Error(
+      `the bench was asked to measure idem from ${options.from} but its server loaded ${info.idemServer}: check NODE_OPTIONS (--conditions=@idem/dist)`,
+    );
+  }
   meta = {
     profile: profile.name,
     db: options.db,
+    from: options.from,
     databaseVersion: info.databaseVersion.replace(/ on .*/, ''),
     poolMax: info.poolMax,
     startedAt: startedAt.toISOString(),
     durationS: 0,
     reps: profile.reps,
+    overheadReps: profile.overheadReps,
     warmupMs: profile.warmupMs,
     durationMs: profile.durationMs,
     machine: {

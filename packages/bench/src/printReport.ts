@@ -15,9 +15,9 @@ function s(value: Spread, digits = 2): string {
 export function printReport(report: BenchReport): string {
   const { meta } = report;
   const out: string[] = [
-    `idem bench: ${meta.profile} profile on ${meta.db} (${meta.databaseVersion})`,
+    `idem bench: ${meta.profile} profile on ${meta.db} (${meta.databaseVersion}); idem ${meta.from === 'dist' ? 'from its built packages (dist/), as published' : 'from its TypeScript sources through tsx (slower than published)'}`,
     `${meta.machine.cpus} CPUs (${meta.machine.model}), ${meta.machine.memoryGiB} GiB, ${meta.machine.os}, node ${meta.machine.node}; ` +
-      `${meta.reps} runs per measurement of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
+      `${meta.reps} runs per measurement (${meta.overheadReps ?? meta.reps} for the overhead comparison) of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
     `Load average (1 min) ${meta.loadAverage.start.toFixed(2)} at the start, ${meta.loadAverage.end.toFixed(2)} at the end; run took ${meta.durationS} s`,
     'Cells: median [min-max] over the runs. Latencies in ms.',
   ];

@@ -3,7 +3,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Job, JobResult } from './jobs.js';
 
-/** Run TypeScript sources of the workspace directly, as the tests do. */
+/**
+ * The bench's own TypeScript runs through tsx; idem's packages load from their sources or their
+ * builds as the environment's `--conditions` says (`builtPackages.ts`, `fromEnv`).
+ */
 const EXEC_ARGV = ['--import', 'tsx'];
 const children = new Set<ChildProcess>();
 // However the orchestrator ends, it leaves no process behind.
@@ -81,11 +84,15 @@ export interface LoadWorker extends AsyncDisposable {
   run<J extends Job>(job: J, timeoutMs: number): Promise<JobResult<J>>;
 }
 
-/** Forks `loadWorker.ts`; each job is bounded by its own timeout (the worker is killed then). */
-export async function startWorker(): Promise<LoadWorker> {
+/**
+ * Forks `loadWorker.ts` with `env` over this process's; each job is bounded by its own timeout
+ * (the worker is killed then).
+ */
+export async function startWorker(env: Record<string, string> = {}): Promise<LoadWorker> {
   const child = track(
     fork(fileURLToPath(new URL('./loadWorker.ts', import.meta.url)), [], {
       execArgv: EXEC_ARGV,
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );

@@ -1,6 +1,7 @@
 /**
- * Where a sampled function of the bench server belongs, by the URL of its source. With tsx the
- * workspace's sources run from their `.ts` files (`file:///.../packages/server/src/...`) and
+ * Where a sampled function of the bench server belongs, by the URL of its source. idem's packages
+ * run from their builds (`file:///.../packages/server/dist/...`, the default) or, with
+ * `--from=source`, from their `.ts` files through tsx (`.../packages/server/src/...`); and
  * dependencies from `node_modules/.pnpm/<pkg>@<version>.../node_modules/<pkg>/...`: the package
  * is read from the path after the LAST `node_modules/` (the `.pnpm` folder's name also lists peer
  * dependencies, `..._postgres@3.4.9_...`, so a substring of it would lie).
@@ -99,7 +100,7 @@ export function categoryOf(functionName: string, url: string): Category | null {
       return DRIZZLE_SESSION.test(file) ? 'Drizzle session' : 'SQL building';
     return 'other';
   }
-  if (path.includes('/packages/server/src/telemetry/')) return 'telemetry';
+  if (/\/packages\/server\/(src|dist)\/telemetry\//.test(path)) return 'telemetry';
   if (path.includes('/packages/server/') && PREP_FILES.test(path)) return 'idem request prep';
   if (path.includes('/packages/server/') || path.includes('/packages/contract/'))
     return 'idem other';

@@ -35,6 +35,12 @@ describe('categoryOf', () => {
     [`file://${root}/packages/server/src/telemetry/idemTelemetry.ts`, 'telemetry'],
     [`file://${root}/packages/contract/src/reasons.ts`, 'idem other'],
     [`file://${root}/packages/store-drizzle/src/claimStatements.ts`, 'store'],
+    // The same from the packages' builds (the bench's default, --from=dist).
+    [`file://${root}/packages/server/dist/request/keyHash.js`, 'idem request prep'],
+    [`file://${root}/packages/server/dist/request/createIdemRuntime.js`, 'idem other'],
+    [`file://${root}/packages/server/dist/telemetry/idemTelemetry.js`, 'telemetry'],
+    [`file://${root}/packages/contract/dist/reasons.js`, 'idem other'],
+    [`file://${root}/packages/store-drizzle/dist/claimStatements.js`, 'store'],
     [`file://${root}/packages/bench/src/benchApp.ts`, 'bench app'],
     [`${pnpm}/tsx@4.23.15/node_modules/tsx/dist/esm/index.mjs`, 'other'],
     ['wasm://wasm/022c915e', 'PGlite database (wasm)'],

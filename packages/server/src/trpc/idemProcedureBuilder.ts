@@ -58,8 +58,9 @@ export function buildPlugin<TContext extends IdemContext>() {
 /**
  * One idempotent procedure builder around `handle` (per procedure): one tRPC middleware, which
  * also shapes the errors idem raised (`formatIdemError`), as an `.errors(formatIdemError)` layer
- * in front of it would. Folded in, that layer costs nothing per request (measured in-process: a
- * layer of its own cost about as much as the `.use()` itself; docs/benchmarks.md).
+ * in front of it would. Folded in, the shaping costs something only when a result failed; as a
+ * layer of its own it cost every request about as much as the `.use()` itself (measured
+ * in-process, docs/benchmarks.md).
  */
 export function buildProcedure<TContext extends IdemContext, TIdem extends IdemExecution>(
   t: ReturnType<typeof buildPlugin<TContext>>,

@@ -21,7 +21,12 @@ export interface BenchMeta {
   startedAt: string;
   durationS: number;
   reps: number;
-  /** Runs of the overhead comparison (absent before session 6: `reps` then). */
+  /**
+   * Runs of each comparison the targets judge (`BenchProfile.judgedReps`). Absent before session 7,
+   * whose reports have `overheadReps` (the overhead comparison only), and before session 6 (`reps`).
+   */
+  judgedReps?: number;
+  /** Session 6's reports: runs of the overhead comparison. */
   overheadReps?: number;
   warmupMs: number;
   durationMs: number;

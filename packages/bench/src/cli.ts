@@ -83,7 +83,7 @@ try {
     startedAt: startedAt.toISOString(),
     durationS: 0,
     reps: profile.reps,
-    overheadReps: profile.overheadReps,
+    judgedReps: profile.judgedReps,
     warmupMs: profile.warmupMs,
     durationMs: profile.durationMs,
     machine: {

@@ -17,7 +17,7 @@ export function printReport(report: BenchReport): string {
   const out: string[] = [
     `idem bench: ${meta.profile} profile on ${meta.db} (${meta.databaseVersion}); idem ${meta.from === 'dist' ? 'from its built packages (dist/), as published' : 'from its TypeScript sources through tsx (slower than published)'}`,
     `${meta.machine.cpus} CPUs (${meta.machine.model}), ${meta.machine.memoryGiB} GiB, ${meta.machine.os}, node ${meta.machine.node}; ` +
-      `${meta.reps} runs per measurement (${meta.overheadReps ?? meta.reps} for the overhead comparison) of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
+      `${meta.reps} runs per measurement (${judgedRuns(meta)}) of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
     `Load average (1 min) ${meta.loadAverage.start.toFixed(2)} at the start, ${meta.loadAverage.end.toFixed(2)} at the end; run took ${meta.durationS} s`,
     'Cells: median [min-max] over the runs. Latencies in ms.',
   ];
@@ -292,4 +292,11 @@ export function printReport(report: BenchReport): string {
     ),
   );
   return out.join('\n');
+}
+
+/** How many runs the judged comparisons had, as the report's own version recorded it. */
+function judgedRuns(meta: BenchReport['meta']): string {
+  if (meta.judgedReps !== undefined)
+    return `${meta.judgedReps} for the comparisons the targets judge`;
+  return `${meta.overheadReps ?? meta.reps} for the overhead comparison`;
 }

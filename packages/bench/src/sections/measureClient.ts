@@ -54,7 +54,9 @@ export async function measureClient(ctx: SectionContext): Promise<ClientResult> 
         httpLink: [],
         idemLink: [],
       };
-      for (let rep = 0; rep < ctx.profile.reps; rep++) {
+      // The idempotent mutation is what the target judges; `echo` is reported.
+      const reps = target === 'idem' ? ctx.profile.judgedReps : ctx.profile.reps;
+      for (let rep = 0; rep < reps; rep++) {
         const order =
           rep % 2 === 0 ? (['httpLink', 'idemLink'] as const) : (['idemLink', 'httpLink'] as const);
         for (const chain of order) {

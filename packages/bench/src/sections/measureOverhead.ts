@@ -43,7 +43,7 @@ export async function measureOverhead(ctx: SectionContext): Promise<OverheadLeve
   const variants: Variant[] = ['plain', 'idem', 'idemRaw', 'floor'];
   const runs = new Map<number, Record<Variant, ClosedLoopResult[]>>();
   for (const c of ctx.profile.levels) runs.set(c, { plain: [], idem: [], idemRaw: [], floor: [] });
-  for (let rep = 0; rep < ctx.profile.overheadReps; rep++) {
+  for (let rep = 0; rep < ctx.profile.judgedReps; rep++) {
     for (const concurrency of ctx.profile.levels) {
       // The order rotates run by run, so that drift hits every variant alike.
       const order = variants.map((_, i) => variants[(i + rep) % variants.length]!);

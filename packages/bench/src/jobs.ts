@@ -76,17 +76,27 @@ export interface BurstResult {
 }
 
 /** tRPC client calls in a closed loop through a plain `httpLink` chain or idem's link. */
+/**
+ * The same calls through `[httpLink]` and `[idemLink, httpLink]`, in ONE load-generator process
+ * with both clients built once, in alternating windows (see `runClientChain`).
+ */
 export interface ClientChainJob {
   kind: 'client-chain';
   url: string;
-  chain: 'httpLink' | 'idemLink';
   /** `idem.create` (database, idempotent) or `echo` (no database). */
   target: 'idem' | 'echo';
   account: string;
   concurrency: number;
+  /** Traffic through each chain before the first window (not recorded). */
   warmupMs: number;
-  durationMs: number;
+  /** One window's length. */
+  windowMs: number;
+  /** Windows per chain: pairs, the order alternating pair by pair. */
+  windows: number;
 }
+
+/** Each chain's windows, in order: window i of one chain ran right next to window i of the other. */
+export type ClientChainResult = Record<'httpLink' | 'idemLink', ClosedLoopResult[]>;
 
 /** Logical calls through ONE idem client against a server that answers 503 to all of them. */
 export interface BudgetJob {
@@ -119,5 +129,5 @@ export type JobResult<J extends Job> = J extends ClosedLoopJob
   : J extends BurstJob
     ? BurstResult
     : J extends ClientChainJob
-      ? ClosedLoopResult
+      ? ClientChainResult
       : BudgetWave[];

@@ -150,26 +150,35 @@ export function printReport(report: BenchReport): string {
   if (client && !isError(client)) {
     out.push(
       table(
-        'Client: [idemLink, httpLink] vs [httpLink] (fresh key per call either way), nothing failing',
+        'Client: [idemLink, httpLink] vs [httpLink] (fresh key per call either way), nothing failing;\n' +
+          "both clients in one load-generator process, alternating windows (cells over windows); client CPU: the load generator's µs per call",
         [
           'target',
           'calls',
+          'windows',
           'httpLink/s',
           'idemLink/s',
           'ratio',
           'httpLink p50',
           'idemLink p50',
           'added p50',
+          'client CPU http',
+          'client CPU idem',
         ],
         client.chains.map((c) => [
           c.target === 'idem' ? 'idem.create' : 'echo (no db)',
           String(c.concurrency),
+          c.windowMs === undefined
+            ? `${c.httpLink.p50.runs.length} runs`
+            : `${c.httpLink.p50.runs.length} x ${c.windowMs} ms`,
           s(c.httpLink.throughput, 0),
           s(c.idemLink.throughput, 0),
           s(c.throughputRatio, 3),
           s(c.httpLink.p50, 3),
           s(c.idemLink.p50, 3),
           s(c.addedP50Ms, 3),
+          c.clientCpuUsPerCall ? s(c.clientCpuUsPerCall.httpLink, 0) : 'n/a',
+          c.clientCpuUsPerCall ? s(c.clientCpuUsPerCall.idemLink, 0) : 'n/a',
         ]),
       ),
     );

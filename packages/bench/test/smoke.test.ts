@@ -109,6 +109,9 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     runs(chain.httpLink);
     runs(chain.idemLink);
     sane(chain.throughputRatio);
+    // The load generator's own CPU per call, window by window, for each chain.
+    sane(chain.clientCpuUsPerCall!.httpLink);
+    sane(chain.clientCpuUsPerCall!.idemLink);
   }
   for (const perCall of [
     client.budget.firstWave,

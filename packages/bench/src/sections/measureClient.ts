@@ -1,23 +1,24 @@
 import { DEFAULT_BUDGET_CAPACITY, DEFAULT_RETRY_COST, IDEM_LINK_DEFAULTS } from '@idem/client';
 import type { BudgetWave, ClientChainJob, ClosedLoopResult } from '../jobs.js';
 import { ratioSpread, spread, type Spread } from '../stats.js';
-import {
-  ACCOUNT,
-  jobTimeout,
-  summarizeRuns,
-  type RunsSummary,
-  type SectionContext,
-} from './SectionContext.js';
+import { ACCOUNT, summarizeRuns, type RunsSummary, type SectionContext } from './SectionContext.js';
 
 export interface ChainLevel {
   target: ClientChainJob['target'];
   concurrency: number;
+  /** One window's length (absent before session 7: then each run was its own 3 s process run). */
+  windowMs?: number;
   httpLink: RunsSummary;
   idemLink: RunsSummary;
   /** idemLink / httpLink throughput, run by run. */
   throughputRatio: Spread;
   /** idemLink p50 - httpLink p50 in ms, run by run: the link's added cost per call. */
   addedP50Ms: Spread;
+  /**
+   * The load generator's CPU per call (µs) in each chain's windows: the link's own cost without
+   * the server's (absent before session 7).
+   */
+  clientCpuUsPerCall?: { httpLink: Spread; idemLink: Spread };
 }
 
 export interface BudgetResult {
@@ -42,54 +43,53 @@ export interface ClientResult {
 
 /**
  * The client: (1) the link's cost when nothing fails, the same calls through `[httpLink]` and
- * `[idemLink, httpLink]`, alternating, against the idempotent mutation (realistic) and `echo`
- * (no database: the link's cost alone); (2) the retry budget in an outage, many concurrent
- * logical calls through ONE client while the server answers 503 to everything.
+ * `[idemLink, httpLink]` in alternating windows of one load-generator process (`runClientChain`),
+ * against the idempotent mutation (realistic; `2 * judgedReps` windows per chain, since the target
+ * judges it) and `echo` (no database: the link's cost alone; `2 * reps`); (2) the retry budget
+ * in an outage, many concurrent logical calls through ONE client while the server answers 503 to
+ * everything.
  */
 export async function measureClient(ctx: SectionContext): Promise<ClientResult> {
   const chains: ChainLevel[] = [];
+  const { warmupMs, durationMs } = ctx.profile;
+  // Half a run's length: twice the windows, for the pairs to sit closer together in time.
+  const windowMs = Math.max(100, Math.round(durationMs / 2));
   for (const target of ['idem', 'echo'] as const) {
     for (const concurrency of ctx.profile.client.levels) {
-      const runs: Record<ClientChainJob['chain'], ClosedLoopResult[]> = {
-        httpLink: [],
-        idemLink: [],
+      const windows = 2 * (target === 'idem' ? ctx.profile.judgedReps : ctx.profile.reps);
+      if (target === 'idem') await ctx.server.post('reset');
+      const job: ClientChainJob = {
+        kind: 'client-chain',
+        url: ctx.server.url,
+        target,
+        account: ACCOUNT,
+        concurrency,
+        warmupMs,
+        windowMs,
+        windows,
       };
-      // The idempotent mutation is what the target judges; `echo` is reported.
-      const reps = target === 'idem' ? ctx.profile.judgedReps : ctx.profile.reps;
-      for (let rep = 0; rep < reps; rep++) {
-        const order =
-          rep % 2 === 0 ? (['httpLink', 'idemLink'] as const) : (['idemLink', 'httpLink'] as const);
-        for (const chain of order) {
-          if (target === 'idem') await ctx.server.post('reset');
-          const job: ClientChainJob = {
-            kind: 'client-chain',
-            url: ctx.server.url,
-            chain,
-            target,
-            account: ACCOUNT,
-            concurrency,
-            warmupMs: ctx.profile.warmupMs,
-            durationMs: ctx.profile.durationMs,
-          };
-          const result = await ctx.worker.run(job, jobTimeout(ctx));
-          runs[chain].push(result);
-          ctx.log(
-            `client ${target} c=${concurrency} ${chain} run ${rep + 1}: ${result.throughput.toFixed(0)} calls/s, p50 ${result.latency.p50.toFixed(3)} ms`,
-          );
-        }
-      }
+      const runs = await ctx.worker.run(job, 2 * warmupMs + 2 * windows * windowMs + 60_000);
+      const ratios = ratioSpread(
+        runs.idemLink.map((r) => r.throughput),
+        runs.httpLink.map((r) => r.throughput),
+      );
+      const cpu = (r: ClosedLoopResult) => (r.cpuUs ?? Number.NaN) / r.requests;
+      const cpuHttp = spread(runs.httpLink.map(cpu));
+      const cpuIdem = spread(runs.idemLink.map(cpu));
+      ctx.log(
+        `client ${target} c=${concurrency}: ${windows} windows of ${windowMs} ms per chain, idemLink/httpLink ${ratios.median.toFixed(3)} [${ratios.min.toFixed(3)}-${ratios.max.toFixed(3)}], client CPU per call ${cpuHttp.median.toFixed(0)} vs ${cpuIdem.median.toFixed(0)} us`,
+      );
       chains.push({
         target,
         concurrency,
+        windowMs,
         httpLink: summarizeRuns(runs.httpLink),
         idemLink: summarizeRuns(runs.idemLink),
-        throughputRatio: ratioSpread(
-          runs.idemLink.map((r) => r.throughput),
-          runs.httpLink.map((r) => r.throughput),
-        ),
+        throughputRatio: ratios,
         addedP50Ms: spread(
           runs.idemLink.map((r, i) => r.latency.p50 - runs.httpLink[i]!.latency.p50),
         ),
+        clientCpuUsPerCall: { httpLink: cpuHttp, idemLink: cpuIdem },
       });
     }
   }

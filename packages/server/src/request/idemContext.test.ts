@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { idemContext, type IdemResponse } from './idemContext.js';
 import { idemResponseMeta } from './idemResponseMeta.js';
@@ -78,5 +78,102 @@ describe('idemContext: headers and status written through to the response', () =
     // The fetch adapter takes the status from responseMeta; the headers are already merged.
     expect(idemResponseMeta({ ctx: { idemRequest: a.idemRequest } })).toEqual({});
     expect(idemResponseMeta({ ctx: { idemRequest: b.idemRequest } })).toEqual({ status: 202 });
+  });
+
+  it('request alone: responseMeta carries the headers and the status idem set', () => {
+    // No response to write through (fastify, lambda): everything goes out through responseMeta.
+    const idemRequest = () => idemContext(new Headers()).idemRequest;
+    const both = idemRequest();
+    both.response.headers.set('Retry-After', '3');
+    both.response.status = 202;
+    const meta = idemResponseMeta({ ctx: { idemRequest: both } });
+    expect(Object.keys(meta)).toEqual(['headers', 'status']);
+    expect([...meta.headers!]).toEqual([['retry-after', '3']]);
+    expect(meta.status).toBe(202);
+    const headersOnly = idemRequest();
+    headersOnly.response.headers.set('Idempotent-Replayed', 'true');
+    expect(Object.keys(idemResponseMeta({ ctx: { idemRequest: headersOnly } }))).toEqual([
+      'headers',
+    ]);
+    expect(idemResponseMeta({ ctx: { idemRequest: idemRequest() } })).toEqual({});
+    expect(idemResponseMeta({ ctx: {} })).toEqual({});
+  });
+});
+
+/**
+ * A node request's headers as idem reads them: one value per header line, whatever node joined
+ * into `req.headers` (idem reads that, and `headersDistinct` only for a value with ", ").
+ */
+describe("idemContext: a node request's header lines", () => {
+  it('keeps repeated lines apart and a line with ", " whole', async () => {
+    const seen = new Map<string, unknown>();
+    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const { idemRequest } = idemContext({ req, res });
+      seen.set(req.url!, {
+        keyValues: idemRequest.keyValues,
+        requestId: idemRequest.requestId,
+        attempt: idemRequest.attempt,
+        timeoutMs: idemRequest.timeoutMs,
+      });
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as AddressInfo;
+    // Raw lines: fetch and http.request would join or refuse what a client may send.
+    const send = (path: string, lines: string[]) =>
+      new Promise<void>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () =>
+          socket.end(
+            [`POST ${path} HTTP/1.1`, 'Host: x', 'Content-Length: 0', 'Connection: close']
+              .concat(lines, ['', ''])
+              .join('\r\n'),
+          ),
+        );
+        socket.on('data', () => {});
+        socket.on('error', reject);
+        socket.on('close', () => resolve());
+      });
+
+    await send('/two-lines', ['Idempotency-Key: a', 'idempotency-key: b', 'X-Request-Id: r1']);
+    await send('/comma', ['Idempotency-Key: a, b', 'Idempotency-Attempt: 2']);
+    await send('/one', [
+      'IDEMPOTENCY-KEY: k1',
+      'Idempotency-Attempt: 1',
+      'Idempotency-Timeout-Ms: 50',
+    ]);
+    await send('/none', []);
+    await send('/empty-and-one', ['Idempotency-Key:', 'Idempotency-Key: k2']);
+
+    expect(seen.get('/two-lines')).toEqual({
+      keyValues: ['a', 'b'],
+      requestId: 'r1',
+      attempt: null,
+      timeoutMs: null,
+    });
+    expect(seen.get('/comma')).toEqual({
+      keyValues: ['a, b'],
+      requestId: null,
+      attempt: 2,
+      timeoutMs: null,
+    });
+    expect(seen.get('/one')).toEqual({
+      keyValues: ['k1'],
+      requestId: null,
+      attempt: 1,
+      timeoutMs: 50,
+    });
+    expect(seen.get('/none')).toEqual({
+      keyValues: [],
+      requestId: null,
+      attempt: null,
+      timeoutMs: null,
+    });
+    expect(seen.get('/empty-and-one')).toEqual({
+      keyValues: ['', 'k2'],
+      requestId: null,
+      attempt: null,
+      timeoutMs: null,
+    });
   });
 });

@@ -14,8 +14,9 @@ export function idemResponseMeta(opts: { ctx?: unknown }): { headers?: Headers; 
   const request = (opts.ctx as Partial<IdemContext> | undefined)?.idemRequest;
   if (!request) return {};
   const { headers, status, written } = request.response;
-  return {
-    ...(headers.size > 0 && !written?.headers ? { headers: new Headers([...headers]) } : {}),
-    ...(status !== undefined ? { status } : {}),
-  };
+  // Written out rather than spread from conditional literals: once per request, fresh or replayed.
+  const meta: { headers?: Headers; status?: number } = {};
+  if (headers.size > 0 && !written?.headers) meta.headers = new Headers([...headers]);
+  if (status !== undefined) meta.status = status;
+  return meta;
 }

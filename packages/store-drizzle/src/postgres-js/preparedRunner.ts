@@ -139,6 +139,10 @@ export function preparedRunner(
     );
   };
 
+  const onSendLastFailure = (error: unknown) => {
+    if (hasSqlState(error, INVALID_SQL_STATEMENT_NAME) && prepare) stopPreparing();
+  };
+
   return (runner, inTransaction) => {
     if (!prepare) return drizzleRunner(runner, inTransaction);
     // The transaction's own postgres.js client, for the statement sent with the COMMIT.
@@ -163,22 +167,20 @@ export function preparedRunner(
         () => runTemplate(runner, template, values, PREPARED_NAME),
         () => runTemplate(runner, template, values),
       );
-    return {
+    const statements: StatementRunner = {
       execute: (query) =>
         prepared(
           () => executePrepared(runner, query),
           async () => await runner.execute(query),
         ),
       run,
-      // A missing prepared statement stops preparing, as for every statement; inside the
-      // transaction it fails (the transaction is aborted) rather than running again.
-      ...(client
-        ? {
-            sendLast: sendLastOn(client, (error) => {
-              if (hasSqlState(error, INVALID_SQL_STATEMENT_NAME) && prepare) stopPreparing();
-            }),
-          }
-        : {}),
     };
+    // Set rather than spread from a conditional literal, with one failure handler per store:
+    // once per transaction, so once per fresh request (measured: this factory 1.0 → 0.35 µs a
+    // request in the CPU profile). A missing prepared statement stops preparing, as for every
+    // statement; inside the transaction it fails (the transaction is aborted) rather than
+    // running again.
+    if (client) statements.sendLast = sendLastOn(client, onSendLastFailure);
+    return statements;
   };
 }

@@ -1,6 +1,12 @@
 import type { Meter } from '@opentelemetry/api';
 import { createClientTelemetry } from './clientTelemetry.js';
-import { httpLink, type HTTPLinkOptions, type Operation, type TRPCLink } from '@trpc/client';
+import {
+  httpLink,
+  type HTTPHeaders,
+  type HTTPLinkOptions,
+  type Operation,
+  type TRPCLink,
+} from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
 import { positiveInteger, timerMs } from './assertOptions.js';
@@ -162,13 +168,11 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
       // Not `async`: with static headers (or a synchronous function) no promise is made per call.
       headers({ op }) {
         const own = typeof userHeaders === 'function' ? userHeaders({ op }) : (userHeaders ?? {});
-        if (isPromiseLike(own)) {
-          return Promise.resolve(own).then((resolved) => ({
-            ...withoutIdemHeaders(resolved),
-            ...headersOf.get(op),
-          }));
-        }
-        return { ...withoutIdemHeaders(own), ...headersOf.get(op) };
+        const merged = (mine: HTTPHeaders) => ({
+          ...withoutIdemHeaders(mine),
+          ...headersOf.get(op),
+        });
+        return isPromiseLike(own) ? Promise.resolve(own).then(merged) : merged(own);
       },
     } as HTTPLinkOptions<TRouter['_def']['_config']['$types']>)(runtime);
 

@@ -34,15 +34,24 @@ export function attemptHeaders(values: AttemptHeaderValues): Record<string, stri
 }
 
 /**
- * The caller's headers minus any spelling of idem's own: a second `Idempotency-Key` would make the
- * server refuse the request (400), so idem's values always win.
+ * The caller's headers minus any spelling of idem's own, then `attempt`'s: a second
+ * `Idempotency-Key` would make the server refuse the request (400), so idem's values always win.
+ * One object, built in one pass: it runs once per attempt.
  */
-export function withoutIdemHeaders(
+export function withAttemptHeaders(
   headers: HTTPHeaders,
+  attempt: Record<string, string> | undefined,
 ): Record<string, string | string[] | undefined> {
-  const entries: [string, string | string[] | undefined][] =
-    Symbol.iterator in headers
-      ? [...(headers as Iterable<[string, string]>)]
-      : Object.entries(headers as Record<string, string | string[] | undefined>);
-  return Object.fromEntries(entries.filter(([name]) => !IDEM_HEADER_NAMES.has(name.toLowerCase())));
+  const merged: Record<string, string | string[] | undefined> = {};
+  if (Symbol.iterator in headers) {
+    for (const [name, value] of headers as Iterable<[string, string]>) {
+      if (!IDEM_HEADER_NAMES.has(name.toLowerCase())) merged[name] = value;
+    }
+  } else {
+    const record = headers as Record<string, string | string[] | undefined>;
+    for (const name of Object.keys(record)) {
+      if (!IDEM_HEADER_NAMES.has(name.toLowerCase())) merged[name] = record[name];
+    }
+  }
+  return attempt ? Object.assign(merged, attempt) : merged;
 }

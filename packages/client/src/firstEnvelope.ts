@@ -37,25 +37,3 @@ export function firstEnvelope<TRouter extends AnyTRPCRouter>(
     });
   });
 }
-
-/** A signal that aborts when either does (with its reason), and a way to drop the listeners. */
-export function eitherSignal(
-  a: AbortSignal | null | undefined,
-  b: AbortSignal,
-): { signal: AbortSignal; dispose: () => void } {
-  if (!a) return { signal: b, dispose: () => {} };
-  const controller = new AbortController();
-  const onA = () => controller.abort(a.reason);
-  const onB = () => controller.abort(b.reason);
-  const dispose = () => {
-    a.removeEventListener('abort', onA);
-    b.removeEventListener('abort', onB);
-  };
-  if (a.aborted) onA();
-  else if (b.aborted) onB();
-  else {
-    a.addEventListener('abort', onA, { once: true });
-    b.addEventListener('abort', onB, { once: true });
-  }
-  return { signal: controller.signal, dispose };
-}

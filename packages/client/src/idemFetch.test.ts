@@ -36,6 +36,28 @@ describe('idemFetch', () => {
     expect(findIdemClientError(error)?.status).toBe(429);
   });
 
+  it('leaves a 2xx JSON response as it came: the response object itself, its own json()', async () => {
+    const original = new Response('{"result":{"data":1}}', {
+      status: 200,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
+    const response = await idemFetch(async () => original)('http://x');
+    expect(response).toBe(original);
+    expect(Object.hasOwn(response, 'json')).toBe(false);
+    expect(await response.json()).toEqual({ result: { data: 1 } });
+  });
+
+  it("turns a 2xx page that is not JSON (a captive portal's) into HTTP_ERROR with its status", async () => {
+    const response = await answering('<html>Sign in to the Wi-Fi</html>', {
+      status: 200,
+      headers: { 'content-type': 'text/html' },
+    })('http://x');
+    const error = await response.json().catch((e: unknown) => e);
+    const idem = findIdemClientError(error);
+    expect([idem?.code, idem?.status]).toEqual(['HTTP_ERROR', 200]);
+    expect(idem?.message).toContain('Sign in to the Wi-Fi');
+  });
+
   it('keeps the response otherwise intact', async () => {
     const response = (await answering('{"result":{}}', {
       status: 200,

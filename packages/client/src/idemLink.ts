@@ -1,21 +1,16 @@
 import type { Meter } from '@opentelemetry/api';
 import { createClientTelemetry } from './clientTelemetry.js';
-import {
-  httpLink,
-  type HTTPHeaders,
-  type HTTPLinkOptions,
-  type Operation,
-  type TRPCLink,
-} from '@trpc/client';
+import { httpLink, type HTTPLinkOptions, type Operation, type TRPCLink } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
 import { positiveInteger, timerMs } from './assertOptions.js';
-import { attemptHeaders, withoutIdemHeaders } from './attemptHeaders.js';
+import { attemptHeaders, withAttemptHeaders } from './attemptHeaders.js';
 import type { Backoff } from './backoff/Backoff.js';
 import { fullJitter } from './backoff/fullJitter.js';
 import type { OperationKind } from './decideRetry.js';
 import { idemFetch } from './idemFetch.js';
-import { eitherSignal, firstEnvelope, type Envelope } from './firstEnvelope.js';
+import { CallStop } from './CallStop.js';
+import { firstEnvelope, type Envelope } from './firstEnvelope.js';
 import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from './IdemEvent.js';
 import type { IdempotencyKeyFunction, IdempotentProcedures } from './IdempotentProcedures.js';
 import { randomKey } from './intentKeys.js';
@@ -168,11 +163,9 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
       // Not `async`: with static headers (or a synchronous function) no promise is made per call.
       headers({ op }) {
         const own = typeof userHeaders === 'function' ? userHeaders({ op }) : (userHeaders ?? {});
-        const merged = (mine: HTTPHeaders) => ({
-          ...withoutIdemHeaders(mine),
-          ...headersOf.get(op),
-        });
-        return isPromiseLike(own) ? Promise.resolve(own).then(merged) : merged(own);
+        return isPromiseLike(own)
+          ? Promise.resolve(own).then((mine) => withAttemptHeaders(mine, headersOf.get(op)))
+          : withAttemptHeaders(own, headersOf.get(op));
       },
     } as HTTPLinkOptions<TRouter['_def']['_config']['$types']>)(runtime);
 
@@ -188,20 +181,22 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
             : 'mutation';
 
       return observable((observer) => {
-        const unsubscribed = new AbortController();
-        const { signal, dispose } = eitherSignal(op.signal, unsubscribed.signal);
+        // One per call, in place of an AbortController: the caller's signal and tRPC's
+        // unsubscribe stop the loop through it.
+        const stop = new CallStop(op.signal);
         let idempotencyKey: string | undefined;
         if (operation === 'idempotent-mutation') {
           try {
             idempotencyKey = resolveIdempotencyKey(op, keyFunctions.get(op.path), randomKey);
           } catch (error) {
-            dispose();
+            stop.dispose();
             observer.error(toClientError(error));
             return () => {};
           }
         }
 
         let settled = false;
+        let unsubscribed = false;
         runWithRetries<Envelope<TRouter>>({
           call:
             idempotencyKey === undefined
@@ -236,27 +231,29 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
           clock,
           random,
           newRequestId: randomKey,
-          signal,
+          signal: stop,
           onRetry,
           onGiveUp,
-        })
-          .then(
-            (envelope) => {
-              settled = true;
-              observer.next(envelope);
-              observer.complete();
-            },
-            (error: unknown) => {
-              settled = true;
-              if (!unsubscribed.signal.aborted) observer.error(toClientError(error));
-            },
-          )
-          .finally(dispose);
+        }).then(
+          (envelope) => {
+            settled = true;
+            stop.dispose();
+            observer.next(envelope);
+            observer.complete();
+          },
+          (error: unknown) => {
+            settled = true;
+            stop.dispose();
+            if (!unsubscribed) observer.error(toClientError(error));
+          },
+        );
 
         // tRPC unsubscribes after every result; once the loop has settled there is nothing left
-        // to stop, and aborting would only dispatch an abort event per call to no listener.
+        // to stop.
         return () => {
-          if (!settled) unsubscribed.abort(UNSUBSCRIBED);
+          if (settled) return;
+          unsubscribed = true;
+          stop.stop(UNSUBSCRIBED);
         };
       });
     };

@@ -16,6 +16,7 @@ type Fetched = { url: string; init: RequestInit };
 function setup(
   answer: (init: RequestInit) => Promise<Response>,
   headers?: () => Record<string, string> | Promise<Record<string, string>>,
+  signal: AbortSignal | null = null,
 ) {
   const clock = new VirtualClock();
   const fetched: Fetched[] = [];
@@ -39,7 +40,7 @@ function setup(
     path: 'orders.create',
     input: { n: 1 },
     context: {},
-    signal: null,
+    signal,
   };
   const events: unknown[] = [];
   const subscribe = () =>
@@ -89,6 +90,21 @@ describe('idemLink cancellation', () => {
     expect(fetched[0]?.init.signal?.aborted).toBe(true);
     expect(fetched).toHaveLength(1);
     expect(events).toEqual([]);
+  });
+
+  it("aborts the fetch when the caller's signal aborts mid-call, and delivers the caller's reason", async () => {
+    const caller = new AbortController();
+    const { fetched, events, subscribe } = setup(hang, undefined, caller.signal);
+    subscribe();
+    await settle();
+    expect(fetched[0]?.init.signal?.aborted).toBe(false);
+    caller.abort(new Error('the user left'));
+    await settle();
+    expect(fetched[0]?.init.signal?.aborted).toBe(true);
+    expect(events).toHaveLength(1);
+    const [kind, error] = events[0] as [string, Error];
+    expect(kind).toBe('error');
+    expect(error.message).toContain('the user left');
   });
 
   it('delivers a success and leaves its request alone', async () => {

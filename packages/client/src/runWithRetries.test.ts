@@ -104,6 +104,43 @@ describe('runWithRetries', () => {
     expect(giveUps.map((e) => [e.because, e.failure])).toEqual([['not-retryable', 'key-reused']]);
   });
 
+  it('treats an attempt that throws instead of rejecting as a failed attempt', async () => {
+    let calls = 0;
+    const { clock, options, retries } = setup({
+      attempt: () => {
+        calls += 1;
+        if (calls === 1) throw httpError(503);
+        return Promise.resolve('ok');
+      },
+    });
+    await expect(clock.run(runWithRetries(options))).resolves.toBe('ok');
+    expect(retries.map((e) => e.failure)).toEqual(['http-503']);
+  });
+
+  it("stops following the caller's signal once the call has settled", async () => {
+    const caller = new AbortController();
+    const listening: string[] = [];
+    const signal = new Proxy(caller.signal, {
+      get(target, name) {
+        const value = Reflect.get(target, name) as unknown;
+        if (name === 'addEventListener')
+          return (...args: [string, () => void]) => {
+            listening.push('add');
+            target.addEventListener(...args);
+          };
+        if (name === 'removeEventListener')
+          return (...args: [string, () => void]) => {
+            listening.push('remove');
+            target.removeEventListener(...args);
+          };
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const { clock, options } = setup({ signal });
+    await expect(clock.run(runWithRetries(options))).resolves.toBe('ok');
+    expect(listening).toEqual(['add', 'remove']);
+  });
+
   it('never resends a mutation without a key that may have reached the server', async () => {
     const { clock, options, giveUps, contexts } = setup({
       operation: 'mutation',

@@ -11,6 +11,7 @@ import type {
 } from './IdemEvent.js';
 import type { RetryBudget } from './RetryBudget.js';
 import { systemClock, type RetryClock } from './RetryClock.js';
+import { CallStop } from './CallStop.js';
 
 /** What one attempt is given. */
 export interface AttemptContext {
@@ -47,8 +48,11 @@ export interface RetryLoopOptions<T> {
   clock: RetryClock;
   random: () => number;
   newRequestId: () => string;
-  /** The caller's signal: stops the loop at once, in an attempt or a sleep. */
-  signal?: AbortSignal | null | undefined;
+  /**
+   * Stops the loop at once, in an attempt or a sleep: the caller's signal, or a {@link CallStop}
+   * (the link's: the caller's signal and tRPC's unsubscribe, without an AbortController per call).
+   */
+  signal?: AbortSignal | CallStop | null | undefined;
   onRetry?: ((event: IdemRetryEvent) => void) | undefined;
   onGiveUp?: ((event: IdemGiveUpEvent) => void) | undefined;
 }
@@ -68,17 +72,24 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
  * It never sleeps past the deadline: a sleep that would end at or after it gives up instead, and
  * each attempt's timeout is the smaller of `attemptTimeoutMs` and what the deadline has left.
  */
-export async function runWithRetries<T>(options: RetryLoopOptions<T>): Promise<T> {
-  const { clock, signal, budget } = options;
+export function runWithRetries<T>(options: RetryLoopOptions<T>): Promise<T> {
+  const given = options.signal;
+  if (given instanceof CallStop) return retryLoop(options, given);
+  const stop = new CallStop(given);
+  return retryLoop(options, stop).finally(() => stop.dispose());
+}
+
+async function retryLoop<T>(options: RetryLoopOptions<T>, stop: CallStop): Promise<T> {
+  const { clock, budget } = options;
   const deadlineAt = clock.now() + options.deadlineMs;
   let lastRetryCost = 0;
   let previousDelayMs: number | undefined;
 
   for (let attempt = 1; ; attempt++) {
-    if (signal?.aborted) throw signal.reason;
+    if (stop.aborted) throw stop.reason;
     const requestId = options.newRequestId();
     const remainingMs = deadlineAt - clock.now();
-    const outcome = await runAttempt(options, {
+    const outcome = await runAttempt(options, stop, {
       attempt,
       requestId,
       remainingMs,
@@ -88,7 +99,7 @@ export async function runWithRetries<T>(options: RetryLoopOptions<T>): Promise<T
       budget.recordSuccess(lastRetryCost);
       return outcome.value;
     }
-    if (signal?.aborted) throw signal.reason;
+    if (stop.aborted) throw stop.reason;
 
     const error = outcome.error;
     const now = clock.now();
@@ -162,7 +173,7 @@ export async function runWithRetries<T>(options: RetryLoopOptions<T>): Promise<T
         budgetTokens: budget.tokens,
       }),
     );
-    await clock.sleep(delayMs, signal ?? undefined);
+    await clock.sleep(delayMs, stop.signal());
     // A timer that fired late must not start an attempt with no time left.
     if (deadlineAt - clock.now() <= 0) {
       return giveUp(
@@ -193,31 +204,33 @@ function failureInfo(
 const ATTEMPT_SETTLED = Symbol('idem: the attempt settled');
 
 /**
- * Runs one attempt against its timeout and the caller's signal. The attempt's own signal aborts
- * when it times out or the caller aborts, so the transport cancels its request.
+ * Runs one attempt against its timeout and the call's stop. The attempt's own signal aborts when
+ * it times out or the call stops, so the transport cancels its request.
+ *
+ * Not `async`, and the attempt is called at once rather than from a `.then`: on the link's path
+ * every promise and microtask is paid per call.
  */
-async function runAttempt<T>(
+function runAttempt<T>(
   options: RetryLoopOptions<T>,
+  stop: CallStop,
   context: Pick<AttemptContext, 'attempt' | 'requestId' | 'remainingMs'> & { timeoutMs: number },
 ): Promise<Outcome<T>> {
   const { timeoutMs } = context;
   const limitMs = Math.max(0, timeoutMs);
   const attemptContext = new Attempt(context.attempt, context.requestId, context.remainingMs);
-  const caller = options.signal;
-  let onCallerAbort: (() => void) | undefined;
-  let cancelTimer: () => void = () => {};
 
-  const outcome = await new Promise<Outcome<T>>((resolve) => {
+  return new Promise<Outcome<T>>((resolve) => {
     let settled = false;
+    let cancelTimer: () => void = () => {};
     const settle = (result: Outcome<T>) => {
       if (settled) return;
       settled = true;
+      cancelTimer();
+      stop.onStop(undefined);
+      if (!result.ok) attemptContext.abort(result.error);
       resolve(result);
     };
-    if (caller) {
-      onCallerAbort = () => settle({ ok: false, error: caller.reason });
-      caller.addEventListener('abort', onCallerAbort, { once: true });
-    }
+    stop.onStop((reason) => settle({ ok: false, error: reason }));
     const timedOut = () =>
       settle({
         ok: false,
@@ -237,18 +250,19 @@ async function runAttempt<T>(
       options.clock.sleep(limitMs, timer.signal).then(timedOut, () => {});
       cancelTimer = () => timer.abort(ATTEMPT_SETTLED);
     }
-    Promise.resolve()
-      .then(() => options.attempt(attemptContext))
-      .then(
-        (value) => settle({ ok: true, value }),
-        (error: unknown) => settle({ ok: false, error }),
-      );
+    let running: Promise<T>;
+    try {
+      running = options.attempt(attemptContext);
+    } catch (error) {
+      // An attempt that throws instead of rejecting fails the same way.
+      settle({ ok: false, error });
+      return;
+    }
+    running.then(
+      (value) => settle({ ok: true, value }),
+      (error: unknown) => settle({ ok: false, error }),
+    );
   });
-
-  cancelTimer();
-  if (caller && onCallerAbort) caller.removeEventListener('abort', onCallerAbort);
-  if (!outcome.ok) attemptContext.abort(outcome.error);
-  return outcome;
 }
 
 /**

@@ -258,7 +258,8 @@ function runAttempt<T>(
       settle({ ok: false, error });
       return;
     }
-    running.then(
+    // `Promise.resolve` returns a native promise as it is, and adopts anything else.
+    Promise.resolve(running).then(
       (value) => settle({ ok: true, value }),
       (error: unknown) => settle({ ok: false, error }),
     );

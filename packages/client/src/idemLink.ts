@@ -21,9 +21,10 @@ import { runWithRetries } from './runWithRetries.js';
 import { toClientError } from './toClientError.js';
 
 /**
- * The abort reason when tRPC unsubscribes from a call, which it does after every result. Made once:
- * `abort()` without a reason builds a `DOMException`, with its stack trace, on every call. It
- * reaches only this call's own transport and retry loop, whose outcome is no longer delivered.
+ * Why a call stops when tRPC unsubscribes before it settled (`CallStop.stop`). Made once: the
+ * attempt passes it on as its abort reason, and an `abort()` without one builds a `DOMException`,
+ * with its stack trace. It reaches only this call's own transport and retry loop, whose outcome
+ * is no longer delivered.
  */
 const UNSUBSCRIBED = Object.assign(new Error('idem: the call was unsubscribed'), {
   name: 'AbortError',

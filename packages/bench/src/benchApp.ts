@@ -1,5 +1,5 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   DEFAULT_LOCK_TIMEOUT_MS,
   DEFAULT_REPLAY_WINDOW_MS,
@@ -129,14 +129,17 @@ export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
 }
 
 /**
- * The record `floor.create` writes: what idem stores for a request, with the key written out
- * (length first, so no two keys meet) to the width of a real key hash instead of hashed.
+ * The record `floor.create` writes: what idem stores for a request, its key hashed as idem's is
+ * (SHA-256 here, not idem's HMAC: the same width, and as scattered). The bench's keys written
+ * out in clear (a prefix and a counter) cluster in a few leaves of the live-key index, mostly
+ * the rightmost, which PostgreSQL inserts into on a fast path; idem's hashes land anywhere in it
+ * (session 9: PostgreSQL spent about 25 µs less per request on clear keys than on idem's).
  */
 function floorRecord(scope: string, key: string, body: string): OutcomeRecord {
   return {
     scope,
     procedure: 'floor.create',
-    keyHash: `${key.length}:${key}`.padEnd(64, '.'),
+    keyHash: createHash('sha256').update(`${key.length}:${key}`).digest('hex'),
     fingerprint: FLOOR_FINGERPRINT,
     fingerprintVersion: FINGERPRINT_VERSION,
     operationId: randomUUID(),

@@ -58,6 +58,7 @@ export function readAnswerTemplate(clock: SQL) {
         AND live.procedure = ${p.procedure}::text
         AND live.key_hash = ${p.keyHash}::text
         AND live.superseded_at IS NULL`,
+    { readOnly: true },
   );
 }
 
@@ -72,6 +73,7 @@ export function readLiveTemplate(clock: SQL) {
         AND live.procedure = ${p.procedure}::text
         AND live.key_hash = ${p.keyHash}::text
         AND live.superseded_at IS NULL`,
+    { readOnly: true },
   );
 }
 

@@ -1,4 +1,4 @@
-import { PGlite } from '@electric-sql/pglite';
+import { MemoryFS, PGlite } from '@electric-sql/pglite';
 import type { OutcomeRecord } from '@idem/contract';
 import { sql } from 'drizzle-orm';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
@@ -296,6 +296,46 @@ describe('PGlite prepared statements', () => {
         .map((r) => r.keyHash)
         .sort(),
     );
+  });
+
+  it('syncs the file system after a write outside a transaction and after a COMMIT, not after a read', async () => {
+    // PGlite's in-memory file system, counting the syncs PGlite asks of it.
+    class CountingFS extends MemoryFS {
+      syncs = 0;
+      override async syncToFs(relaxedDurability?: boolean) {
+        this.syncs += 1;
+        await super.syncToFs(relaxedDurability);
+      }
+    }
+    const fs = new CountingFS();
+    const client = new PGlite({ fs });
+    await using _closed = { [Symbol.asyncDispose]: () => client.close() };
+    const db = drizzle({ client });
+    await migrate(db);
+    const store = createPgliteStore(db);
+    const record = outcome();
+    const syncsOf = async (call: () => Promise<unknown>) => {
+      const before = fs.syncs;
+      await call();
+      return fs.syncs - before;
+    };
+
+    // Each statement prepared first (a Parse syncs nothing), so only the runs are counted.
+    await store.readAnswer(record);
+    await store.read(record);
+    await store.insertOutcome(outcome());
+
+    expect(await syncsOf(() => store.readAnswer(record))).toBe(0);
+    expect(await syncsOf(() => store.read(record))).toBe(0);
+    // A write on its own is its own transaction: synced when it ran.
+    expect(await syncsOf(() => store.insertOutcome(record))).toBe(1);
+    expect((await store.readAnswer(record))?.operationId).toBe(record.operationId);
+    // In a transaction only its COMMIT syncs (PGlite's transaction), the record's INSERT does not.
+    const atCommit = outcome();
+    expect(
+      await syncsOf(() => store.commitWithRecord(async () => ({ value: 0, record: atCommit }))),
+    ).toBe(1);
+    expect((await store.read(atCommit))?.operationId).toBe(atCommit.operationId);
   });
 
   it('runs unprepared with preparedStatements: false', async () => {

@@ -3,7 +3,7 @@
  * connection that loses its server while postgres.js runs its own start-up query (fetch_types'
  * array types) left that query waiting, and the next connection attempt settled it. While the
  * server was down that was a rejection nobody handled (ECONNREFUSED), which killed the process:
- * the example server died so in a CI run of its outage test, once in ten rounds. When the next
+ * the example server died so in a CI run of its outage test, in round 5 of 10. When the next
  * attempt succeeded instead, the old backend's error (57P01) was replayed onto the first query
  * and escaped unhandled too (porsager/postgres#1192, #1223). A TCP proxy in front of the real
  * server cuts the connection at that query (test/fixtures/startupQueryLosesServer.mjs). It runs

@@ -10,25 +10,15 @@
  * in a child process because an unhandled rejection would otherwise take the test runner down
  * with it; unpatched, the child exits 1 in both cases.
  */
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { createTestDatabase, postgresAvailable } from '@idem/testing';
 import { describe, expect, it } from 'vitest';
+import { runNodeChild } from '../fixtures/runNodeChild.js';
 
 const available = await postgresAvailable();
 const child = fileURLToPath(new URL('../fixtures/startupQueryLosesServer.mjs', import.meta.url));
 
-async function runChild(url: string, mode: 'refuse' | 'terminate') {
-  return promisify(execFile)(process.execPath, [child, url, mode], { timeout: 30_000 }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code?: number; stdout?: string; stderr?: string }) => ({
-      code: error.code,
-      stdout: error.stdout ?? '',
-      stderr: error.stderr ?? '',
-    }),
-  );
-}
+const runChild = (url: string, mode: 'refuse' | 'terminate') => runNodeChild(child, [url, mode]);
 
 describe.skipIf(!available)('postgres.js loses the server during its start-up query', () => {
   it('fails the waiting query when the next attempt is refused, and keeps the process alive', async () => {

@@ -142,7 +142,7 @@ function floorRecord(scope: string, key: string, body: string): OutcomeRecord {
     keyHash: createHash('sha256').update(`${key.length}:${key}`).digest('hex'),
     fingerprint: FLOOR_FINGERPRINT,
     fingerprintVersion: FINGERPRINT_VERSION,
-    operationId: randomUUID(),
+    operationId: timeOrderedUuid(),
     state: 'COMPLETED',
     response: {
       status: 200,
@@ -153,6 +153,16 @@ function floorRecord(scope: string, key: string, body: string): OutcomeRecord {
     lockTimeoutMs: DEFAULT_LOCK_TIMEOUT_MS,
   };
 }
+/**
+ * An operation id ordered by time as idem's server makes them (UUID version 7: the milliseconds,
+ * then random bits), so the floor's entry in the operation ids' unique index lands at its right
+ * edge as idem's does. Here the random bits are `randomUUID()`'s, behind the time and the version.
+ */
+function timeOrderedUuid(): string {
+  const time = Date.now().toString(16).padStart(12, '0');
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${randomUUID().slice(15)}`;
+}
+
 /** As long as a real fingerprint (SHA-256, hex), so the row is as wide as idem's. */
 const FLOOR_FINGERPRINT = 'f'.repeat(64);
 

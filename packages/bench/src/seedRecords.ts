@@ -15,18 +15,22 @@ export interface SeedPlan {
  * through the API. Expired rows come first (they are the older ones, as in a real table) and
  * carry `purge_after` a day in the past of `statement_timestamp()`, the clock the reaper reads;
  * live rows complete an hour ago and are kept for three more days. Scopes spread over 1,000
- * accounts; key hashes and fingerprints are 64 hex characters, like SHA-256's.
+ * accounts; key hashes and fingerprints are 64 hex characters, like SHA-256's; operation ids are
+ * version-7 UUIDs of the record's creation time, as idem's server makes them (its newOperationId).
  */
 export function seedRecords(plan: SeedPlan): SQL {
   const total = plan.live + plan.expired;
   return sql`
     INSERT INTO idem_records (
       scope, procedure, key_hash, fingerprint, fingerprint_version, state, version, attempts,
-      response_status, response_body, created_at, updated_at, completed_at, replay_expires_at,
-      purge_after
+      operation_id, response_status, response_body, created_at, updated_at, completed_at,
+      replay_expires_at, purge_after
     )
     SELECT 'seed-' || (n % 1000), 'idem.create', md5('k' || n) || md5('h' || n),
-      md5('f' || n) || md5('g' || n), 1, 'COMPLETED', 1, 1, 200,
+      md5('f' || n) || md5('g' || n), 1, 'COMPLETED', 1, 1,
+      (lpad(to_hex((extract(epoch FROM t.created) * 1000)::bigint), 12, '0') || '7'
+        || substr(md5('o' || n), 1, 3) || '8' || substr(md5('o' || n), 4, 15))::uuid,
+      200,
       '{"id":' || n || ',"scope":"seed","sku":"bench","quantity":1}',
       t.created, t.created, t.created, t.created + interval '1 day', t.purge
     FROM generate_series(${plan.offset + 1}::bigint, ${plan.offset + total}::bigint) AS g(n)

@@ -77,6 +77,12 @@ export interface ClaimInput {
    * (`takePending` of the recovery store). An existing row is answered as usual. Defaults to false.
    */
   pending?: boolean;
+  /**
+   * The operation id a fresh row gets (a UUID); an existing row keeps its own. idem's server
+   * passes a time-ordered one (version 7), which keeps the store's unique index on operation ids
+   * growing at its right edge. Defaults to a random one made by the store (version 4).
+   */
+  operationId?: string;
 }
 
 /**

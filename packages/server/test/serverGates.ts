@@ -411,5 +411,38 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(text).not.toContain('secret-sku');
       expect(mine[0]!.keyHash).toMatch(/^[0-9a-f]{64}$/);
     });
+
+    it('gives each new record a time-ordered operation id (UUID version 7), the one its handler saw, at commit and at claim', async () => {
+      const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+      const millisecondsOf = (id: string) =>
+        Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16);
+      const withId = (acct: string, id: string) =>
+        sql`select 1 from idem_records where scope = ${acct} and operation_id = ${id}::uuid`;
+      gate.open(); // mail.send waits for it; the 409 test above opened it already
+      const acct = account();
+      const before = Date.now();
+      // Local mode, the key taken at commit (the record is the transaction's last statement) ...
+      const local = (await create(order, 'k-opid-local', acct)).json.result.data.operationId;
+      // ... and external mode, the key claimed first (a claim of its own).
+      const external = (
+        await post(
+          server.url,
+          'mail.send',
+          { to: 'b@example.com' },
+          { key: 'k-opid-ext', account: acct },
+        )
+      ).json.result.data.operationId;
+      const after = Date.now();
+      for (const id of [local, external]) {
+        expect(id).toMatch(V7);
+        expect(millisecondsOf(id)).toBeGreaterThanOrEqual(before);
+        expect(millisecondsOf(id)).toBeLessThanOrEqual(after);
+        expect(await env.count(withId(acct, id))).toBe(1);
+      }
+      expect(millisecondsOf(external)).toBeGreaterThanOrEqual(millisecondsOf(local));
+      // A replay keeps the record's id.
+      const again = (await create(order, 'k-opid-local', acct)).json.result.data.operationId;
+      expect(again).toBe(local);
+    });
   });
 }

@@ -4,6 +4,7 @@ import { assertMaxTakeovers, assertMilliseconds } from './assertMilliseconds.js'
 import { insertOrGetLive, selectLive, supersede, takeOver } from './claimStatements.js';
 import { executeRows, type StatementRunner } from './executeRows.js';
 import { hasSqlState, LOCK_NOT_AVAILABLE } from './hasSqlState.js';
+import { isOperationId } from './operationLookup.js';
 import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
 
 /**
@@ -35,6 +36,11 @@ export async function claimKey(
   if (input.maxTakeovers !== undefined) assertMaxTakeovers(input.maxTakeovers);
   if (input.lockTimeoutMs !== undefined) {
     assertMilliseconds('lockTimeoutMs', input.lockTimeoutMs, 1, MAX_LOCK_TIMEOUT_MS);
+  }
+  if (input.operationId !== undefined && !isOperationId(input.operationId)) {
+    throw new TypeError(
+      `operationId must be a UUID (e.g. from crypto.randomUUID()), got ${JSON.stringify(input.operationId)}`,
+    );
   }
   try {
     for (let round = 1; round <= MAX_CLAIM_ROUNDS; round++) {

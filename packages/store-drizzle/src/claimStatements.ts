@@ -115,14 +115,18 @@ export function insertOrGetLive(input: ClaimInput, clock: SQL): SQL {
     (from) => sql`
       INSERT INTO ${idemRecords} AS r (
         scope, procedure, key_hash, fingerprint, fingerprint_version, state, version, attempts,
-        lease_owner, lease_expires_at, created_at, updated_at, input_text
+        lease_owner, lease_expires_at, created_at, updated_at, input_text${
+          input.operationId === undefined ? sql`` : sql`, operation_id`
+        }
       )
       SELECT ${input.scope}::text, ${input.procedure}::text, ${input.keyHash}::text,
         ${input.fingerprint}::text, ${input.fingerprintVersion}::integer,
         ${input.pending ? 'PENDING' : 'IN_PROGRESS'}::text, 1, 1,
         ${input.pending ? null : input.owner}::text,
         ${input.pending ? sql`NULL` : sql`${clock} + ${milliseconds(input.leaseMs)}`}, ${clock}, ${clock},
-        ${input.input ?? null}::text
+        ${input.input ?? null}::text${
+          input.operationId === undefined ? sql`` : sql`, ${input.operationId}::uuid`
+        }
       ${from}
       ON CONFLICT (scope, procedure, key_hash) WHERE superseded_at IS NULL DO NOTHING
       RETURNING r.*`,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { TRPCError } from '@trpc/server';
 import type { KeyAnswer, OutcomeRecord, StoredResponse } from '@idem/contract';
 import { inProgress, storeUnavailable } from '../errors/idemErrors.js';
@@ -83,8 +82,8 @@ async function runKey(
 
   const { store } = job.runtime;
   const started = Date.now();
-  // Chosen before the handler runs: it sees its operation id as in any other mode.
-  const operationId = randomUUID();
+  // Chosen before the handler runs (prepareJob): it sees its operation id as in any other mode.
+  const { operationId } = job.claim;
   let outcome;
   try {
     outcome = await store.commitWithRecord(async (tx) => {

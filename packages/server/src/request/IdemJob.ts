@@ -67,7 +67,8 @@ export interface IdemJob {
   runtime: IdemRuntime;
   options: ResolvedProcedureOptions;
   request: IdemRequest;
-  claim: ClaimInput;
+  /** The claim of the request; its `operationId` is always set (prepareJob). */
+  claim: ClaimInput & { operationId: string };
   /** The parsed input, fingerprinted and (external mode) stored for the completer. */
   input: unknown;
   /** The request's context (after authentication): reference replays rebuild as this caller. */

@@ -7,6 +7,7 @@ import type { IdemMiddlewareCall } from '../trpc/idemProcedureBuilder.js';
 import { findNul } from './fingerprint.js';
 import { claimFingerprint } from './claimFingerprint.js';
 import { claimKeyHash, hashIdempotencyKey } from './keyHash.js';
+import { newOperationId } from './operationId.js';
 import type { IdemContext } from './idemContext.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
 
@@ -139,6 +140,9 @@ async function prepareJob<TContext extends IdemContext>(
       owner: runtime.owner,
       maxTakeovers: runtime.maxTakeovers,
       pending: options.respond === 'accepted' && runtime.queue !== null,
+      // The id of the record this request may create, whichever statement creates it (a claim,
+      // or the at-commit record): time-ordered, see newOperationId. A record found keeps its own.
+      operationId: newOperationId(),
     },
     execution: {
       keyHash,

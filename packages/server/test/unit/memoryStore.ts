@@ -87,7 +87,12 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
           attempts: existing.attempts + 1,
           leaseOwner: input.owner,
         }
-      : this.record(input, { state: 'IN_PROGRESS', leaseOwner: input.owner, createdAt: now });
+      : this.record(input, {
+          state: 'IN_PROGRESS',
+          leaseOwner: input.owner,
+          createdAt: now,
+          ...(input.operationId === undefined ? {} : { operationId: input.operationId }),
+        });
     this.rows.set(keyOf(input), record);
     return { kind: 'claimed', record: { ...record }, takeover: existing !== undefined };
   }
@@ -355,6 +360,7 @@ export function unitJob(
       fingerprintVersion: FINGERPRINT_VERSION,
       leaseMs: 30_000,
       owner: 'unit',
+      operationId: randomUUID(),
     },
     input: options.input ?? { amount: 1 },
     ctx: {},

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   claimedRecord,
@@ -46,6 +47,26 @@ export function claimCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       expect(record.leaseExpiresAt!.getTime() - record.createdAt.getTime()).toBe(30_000);
       expect(record.leaseRemainingMs).toBeGreaterThan(25_000);
       expect(record.leaseRemainingMs).toBeLessThanOrEqual(30_000);
+    });
+
+    it('gives a fresh row the operation id the claim brings; a row found keeps its own', async () => {
+      const operationId = randomUUID();
+      const input = claimInput({ operationId });
+      const first = claimedRecord(await store().claim(input));
+      expect(first.operationId).toBe(operationId);
+      expect((await store().findByOperationId(operationId))?.id).toBe(first.id);
+      const other = randomUUID();
+      const again = existingRecord(await store().claim({ ...input, operationId: other }));
+      expect(again.operationId).toBe(operationId);
+      expect(await store().findByOperationId(other)).toBeNull();
+    });
+
+    it('refuses an operation id that is not a UUID before asking the database', async () => {
+      const input = claimInput({ operationId: 'order-42' });
+      await expect(store().claim(input)).rejects.toThrow(
+        'operationId must be a UUID (e.g. from crypto.randomUUID()), got "order-42"',
+      );
+      expect(await store().read(input)).toBeNull();
     });
 
     it('answers the same key again with the existing record', async () => {

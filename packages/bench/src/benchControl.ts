@@ -101,6 +101,12 @@ export function createBenchControl({ db, store, counter, profiler, info }: Contr
       );
       return { count: Number(row!.n) };
     },
+    /** Where PostgreSQL's WAL ends now (`pg_current_wal_lsn`); null on PGlite. */
+    'GET /__bench/wal': async () => {
+      if (info.kind !== 'postgres') return { lsn: null };
+      const [row] = await rows(sql`select pg_current_wal_lsn()::text as lsn`);
+      return { lsn: String(row!.lsn) };
+    },
     'GET /__bench/records/count': async () => {
       const [row] = await rows(sql`select count(*)::int as n from idem_records`);
       return { count: Number(row!.n) };

@@ -1,6 +1,7 @@
 import { isError, type BenchReport } from './BenchReport.js';
 import { printBudget } from './printBudget.js';
 import type { Spread } from './stats.js';
+import type { RunsSummary } from './sections/SectionContext.js';
 import { table } from './textTable.js';
 
 /** `median [min-max]`, with `digits` decimals. */
@@ -117,6 +118,21 @@ export function printReport(report: BenchReport): string {
         ]),
       ),
     );
+    const wal = overhead.filter((l) => l.plain.walBytesPerRequest && l.idem.walBytesPerRequest);
+    if (wal.length > 0)
+      out.push(
+        table(
+          'WAL PostgreSQL wrote per request, in bytes (warm-up included; tables truncated before each run)',
+          ['conns', 'plain', 'idem', 'raw', 'floor'],
+          wal.map((l) => [
+            String(l.concurrency),
+            s(l.plain.walBytesPerRequest!, 0),
+            s(l.idem.walBytesPerRequest!, 0),
+            l.idemRaw?.walBytesPerRequest ? s(l.idemRaw.walBytesPerRequest, 0) : 'n/a',
+            l.floor?.walBytesPerRequest ? s(l.floor.walBytesPerRequest, 0) : 'n/a',
+          ]),
+        ),
+      );
   }
   failed('replay', replay);
   if (replay && !isError(replay)) {
@@ -235,24 +251,28 @@ export function printReport(report: BenchReport): string {
   }
   failed('scale', scale);
   if (scale && !isError(scale)) {
+    const walOf = (runs: RunsSummary) =>
+      runs.walBytesPerRequest ? s(runs.walBytesPerRequest, 0) : 'n/a';
     const rows: string[][] = [
       [
         'fresh claims, empty table',
         s(scale.empty.throughput, 0),
         s(scale.empty.p50),
         s(scale.empty.p99),
+        walOf(scale.empty),
       ],
       [
         `fresh claims, ${scale.rows} rows`,
         s(scale.full.throughput, 0),
         s(scale.full.p50),
         s(scale.full.p99),
+        walOf(scale.full),
       ],
     ];
     out.push(
       table(
         `Scale: ${scale.rows} rows (${scale.expired} expired) loaded with generate_series in ${(scale.seedMs.insert / 1000).toFixed(1)} s; ${scale.concurrency} connections`,
-        ['measurement', 'req/s', 'p50', 'p99'],
+        ['measurement', 'req/s', 'p50', 'p99', 'WAL bytes/req'],
         rows,
       ),
       `throughput ratio full/empty, run by run: ${s(scale.throughputRatio, 3)}`,

@@ -93,6 +93,21 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     // The floor ran as often as the others: its requests were answered, not refused.
     runs(level.floor!);
     sane(level.floorThroughputRatio!);
+    // The WAL written per request (PostgreSQL): the record adds a row and its index entries to
+    // the plain mutation's, and the floor writes that record too.
+    if (db === 'postgres') {
+      for (const variant of [level.plain, level.idem, level.floor!]) {
+        sane(variant.walBytesPerRequest!);
+      }
+      expect(level.idem.walBytesPerRequest!.min).toBeGreaterThan(
+        level.plain.walBytesPerRequest!.max,
+      );
+      expect(level.floor!.walBytesPerRequest!.min).toBeGreaterThan(
+        level.plain.walBytesPerRequest!.max,
+      );
+    } else {
+      expect(level.plain.walBytesPerRequest).toBeUndefined();
+    }
   }
 
   const replay = report.replay as ReplayLevel[];
@@ -142,6 +157,10 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
   const scale = report.scale as ScaleResult;
   runs(scale.empty);
   runs(scale.full);
+  if (db === 'postgres') {
+    sane(scale.empty.walBytesPerRequest!);
+    sane(scale.full.walBytesPerRequest!);
+  } else expect(scale.full.walBytesPerRequest).toBeUndefined();
   sane(scale.throughputRatio);
   if ('skipped' in scale.reaper) throw new Error(`reaper skipped: ${scale.reaper.skipped}`);
   for (const run of scale.reaper.runs) positive(run.deleted);

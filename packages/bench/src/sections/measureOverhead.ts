@@ -1,12 +1,13 @@
-import { FIRST_ATTEMPT, type ClosedLoopResult, type KeyPlan } from '../jobs.js';
+import { FIRST_ATTEMPT, type KeyPlan } from '../jobs.js';
 import { ratioSpread, type Spread } from '../stats.js';
 import {
-  jobTimeout,
   keyPrefix,
   loopJob,
+  runMeasuringWal,
   summarizeRuns,
   type RunsSummary,
   type SectionContext,
+  type WalRun,
 } from './SectionContext.js';
 
 export interface OverheadLevel {
@@ -41,7 +42,7 @@ export interface OverheadLevel {
 export async function measureOverhead(ctx: SectionContext): Promise<OverheadLevel[]> {
   type Variant = 'plain' | 'idem' | 'idemRaw' | 'floor';
   const variants: Variant[] = ['plain', 'idem', 'idemRaw', 'floor'];
-  const runs = new Map<number, Record<Variant, ClosedLoopResult[]>>();
+  const runs = new Map<number, Record<Variant, WalRun[]>>();
   for (const c of ctx.profile.levels) runs.set(c, { plain: [], idem: [], idemRaw: [], floor: [] });
   for (let rep = 0; rep < ctx.profile.judgedReps; rep++) {
     for (const concurrency of ctx.profile.levels) {
@@ -60,10 +61,7 @@ export async function measureOverhead(ctx: SectionContext): Promise<OverheadLeve
             : variant === 'floor'
               ? 'floor.create'
               : 'idem.create';
-        const result = await ctx.worker.run(
-          loopJob(ctx, { path, keys, concurrency }),
-          jobTimeout(ctx),
-        );
+        const result = await runMeasuringWal(ctx, loopJob(ctx, { path, keys, concurrency }));
         runs.get(concurrency)![variant].push(result);
         ctx.log(
           `overhead c=${concurrency} ${variant.padEnd(7)} run ${rep + 1}: ${result.throughput.toFixed(0)} req/s, p50 ${result.latency.p50.toFixed(2)} ms, p99 ${result.latency.p99.toFixed(2)} ms`,

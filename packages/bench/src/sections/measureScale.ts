@@ -4,9 +4,9 @@ import { createBenchDatabase } from '../benchDatabase.js';
 import { startServer, type BenchServer } from '../processes.js';
 import { percentile, ratioSpread, spread, type Spread } from '../stats.js';
 import {
-  jobTimeout,
   keyPrefix,
   loopJob,
+  runMeasuringWal,
   summarizeRuns,
   type RunsSummary,
   type SectionContext,
@@ -61,7 +61,8 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
   const rows = scale.rows[ctx.options.db];
   const expired = Math.round(rows * scale.expiredShare[ctx.options.db]);
   const fresh = (server: BenchServer, label: string, keepSamples = false) =>
-    ctx.worker.run(
+    runMeasuringWal(
+      ctx,
       loopJob(ctx, {
         url: server.url,
         path: 'idem.create',
@@ -69,7 +70,7 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
         concurrency: scale.concurrency,
         keepSamples,
       }),
-      jobTimeout(ctx),
+      server,
     );
 
   await using emptyDatabase = ctx.database

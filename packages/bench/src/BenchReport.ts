@@ -44,6 +44,13 @@ export interface TargetResult {
   met: boolean | null;
   /** A number the bench reports next to the targets without judging it (`met` is null). */
   reported?: true;
+  /**
+   * Targets judged on the median of a ratio's runs (throughput, replay, the full table, the
+   * reaper, the link): false when the interval of the median (`medianInterval`) holds the
+   * threshold, so that a run of the same code may well be judged the other way; absent with fewer
+   * than 5 runs, and in reports made before it existed.
+   */
+  settled?: boolean;
 }
 
 /** What `pnpm bench` writes as JSON. A section that failed holds `{ error }`. */

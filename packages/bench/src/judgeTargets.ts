@@ -1,6 +1,34 @@
 import { isError, type BenchReport, type TargetResult } from './BenchReport.js';
+import { medianInterval, type Spread } from './stats.js';
 
 const fixed = (n: number, digits = 2) => (Number.isFinite(n) ? n.toFixed(digits) : String(n));
+
+/** A ratio's median and its runs' range, and where the median itself lies (see {@link within}). */
+function ratioText(ratio: Spread): string {
+  return `${fixed(ratio.median)} [${fixed(ratio.min)}-${fixed(ratio.max)}]${within(ratio)}`;
+}
+
+/**
+ * Where the median of a judged ratio lies (`medianInterval`), for the targets table; nothing with
+ * fewer than 5 runs.
+ */
+function within(ratio: Spread, digits = 2): string {
+  const interval = medianInterval(ratio.runs);
+  if (!interval) return '';
+  const percent = Math.floor(interval.confidence * 100);
+  return `, median in ${fixed(interval.low, digits)}-${fixed(interval.high, digits)} (${percent}%)`;
+}
+
+/**
+ * Whether a ratio's verdict against `threshold` is settled: false when the interval of its median
+ * holds the threshold (the same code, run again, may well be judged the other way); undefined
+ * with too few runs to tell.
+ */
+function settledAgainst(ratio: Spread, threshold: number): boolean | undefined {
+  const interval = medianInterval(ratio.runs);
+  if (!interval) return undefined;
+  return !(interval.low < threshold && threshold < interval.high);
+}
 
 /** Issue 14's throughput ratio idem/plain, by database: PGlite's is lower (no round trips). */
 export const THROUGHPUT_TARGET = { postgres: 0.8, pglite: 0.6 } as const;
@@ -11,8 +39,8 @@ export const THROUGHPUT_TARGET = { postgres: 0.8, pglite: 0.6 } as const;
  */
 export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult[] {
   const targets: TargetResult[] = [];
-  const add = (id: string, target: string, value: string, met: boolean | null) =>
-    targets.push({ id, target, value, met });
+  const add = (id: string, target: string, value: string, met: boolean | null, settled?: boolean) =>
+    targets.push({ id, target, value, met, ...(settled === undefined ? {} : { settled }) });
   const reported = (id: string, target: string, value: string) =>
     targets.push({ id, target, value, met: null, reported: true });
   const { statements, overhead, replay, client, storm, scale } = report;
@@ -72,8 +100,9 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       add(
         `overhead-throughput-c${level.concurrency}`,
         `throughput ratio idem/plain >= ${threshold} (${db === 'postgres' ? 'PostgreSQL' : 'PGlite'}) at ${level.concurrency} connection(s)`,
-        `${fixed(level.throughputRatio.median)} [${fixed(level.throughputRatio.min)}-${fixed(level.throughputRatio.max)}]`,
+        ratioText(level.throughputRatio),
         level.throughputRatio.median >= threshold,
+        settledAgainst(level.throughputRatio, threshold),
       );
     }
     for (const level of overhead) {
@@ -81,7 +110,7 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       reported(
         `overhead-throughput-floor-c${level.concurrency}`,
         `throughput ratio of the floor (plain + idem's record, no middleware) at ${level.concurrency} connection(s) (reported)`,
-        `${fixed(level.floorThroughputRatio.median)} [${fixed(level.floorThroughputRatio.min)}-${fixed(level.floorThroughputRatio.max)}]`,
+        ratioText(level.floorThroughputRatio),
       );
     }
     for (const level of overhead) {
@@ -89,7 +118,7 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       reported(
         `overhead-throughput-raw-c${level.concurrency}`,
         `throughput ratio without an attempt header (the key read first) at ${level.concurrency} connection(s) (reported)`,
-        `${fixed(level.rawThroughputRatio.median)} [${fixed(level.rawThroughputRatio.min)}-${fixed(level.rawThroughputRatio.max)}]`,
+        ratioText(level.rawThroughputRatio),
       );
     }
   }
@@ -98,8 +127,9 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       add(
         `replay-p50-c${level.concurrency}`,
         `replay p50 <= 1/2 fresh p50 at ${level.concurrency} connection(s)`,
-        `${fixed(level.p50Ratio.median)} (${fixed(level.replay.p50.median)} vs ${fixed(level.fresh.p50.median)} ms)`,
+        `${fixed(level.p50Ratio.median)} (${fixed(level.replay.p50.median)} vs ${fixed(level.fresh.p50.median)} ms)${within(level.p50Ratio)}`,
         level.p50Ratio.median <= 0.5,
+        settledAgainst(level.p50Ratio, 0.5),
       );
     }
   }
@@ -134,8 +164,9 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
     add(
       'scale-throughput',
       `fresh-claim throughput with ${scale.rows} rows within 10% of empty`,
-      `${fixed(scale.throughputRatio.median)} [${fixed(scale.throughputRatio.min)}-${fixed(scale.throughputRatio.max)}]`,
+      ratioText(scale.throughputRatio),
       scale.throughputRatio.median >= 0.9,
+      settledAgainst(scale.throughputRatio, 0.9),
     );
     if ('skipped' in scale.reaper) {
       add(
@@ -155,8 +186,9 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       add(
         'reaper-p99',
         'foreground p99 while reaping <= 1.5x without',
-        `${fixed(scale.reaper.p99Ratio.median)} (reaping ${fixed(scale.reaper.rowsPerSecond.median, 0)} rows/s)`,
+        `${fixed(scale.reaper.p99Ratio.median)} (reaping ${fixed(scale.reaper.rowsPerSecond.median, 0)} rows/s)${within(scale.reaper.p99Ratio)}`,
         scale.reaper.p99Ratio.median <= 1.5,
+        settledAgainst(scale.reaper.p99Ratio, 1.5),
       );
     }
   }
@@ -165,8 +197,9 @@ export function judgeTargets(report: Omit<BenchReport, 'targets'>): TargetResult
       add(
         `client-link-c${level.concurrency}`,
         `idemLink within 5% of httpLink (idempotent mutation, ${level.concurrency} concurrent calls)`,
-        `throughput ratio ${fixed(level.throughputRatio.median, 3)}, p50 +${fixed(level.addedP50Ms.median, 3)} ms`,
+        `throughput ratio ${fixed(level.throughputRatio.median, 3)}, p50 +${fixed(level.addedP50Ms.median, 3)} ms${within(level.throughputRatio, 3)}`,
         level.throughputRatio.median >= 0.95,
+        settledAgainst(level.throughputRatio, 0.95),
       );
     }
     const { budget } = client;

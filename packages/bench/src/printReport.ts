@@ -311,12 +311,13 @@ export function printReport(report: BenchReport): string {
   if (budget && !isError(budget)) out.push(printBudget(budget));
   out.push(
     table(
-      'Targets (issues 6 and 14), judged on medians',
+      "Targets (issues 6 and 14), judged on medians; unsettled: the interval of a ratio's median holds its threshold",
       ['target', 'measured', 'verdict'],
       report.targets.map((t) => [
         t.target,
         t.value,
-        t.met === null ? (t.reported ? 'reported' : 'not measured') : t.met ? 'met' : 'MISSED',
+        (t.met === null ? (t.reported ? 'reported' : 'not measured') : t.met ? 'met' : 'MISSED') +
+          (t.settled === false ? ' (unsettled)' : ''),
       ]),
     ),
   );

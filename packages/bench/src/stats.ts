@@ -52,3 +52,37 @@ export function spread(runs: number[]): Spread {
 export function ratioSpread(a: number[], b: number[]): Spread {
   return spread(a.map((value, i) => value / b[i]!));
 }
+
+/** Where the median of the runs' population lies, from the runs alone (see {@link medianInterval}). */
+export interface MedianInterval {
+  low: number;
+  high: number;
+  /** The probability that the interval holds the median: 0.9 or more, exactly as computed. */
+  confidence: number;
+}
+
+/**
+ * A distribution-free interval for the median of what `runs` sample: the k-th smallest and the
+ * k-th largest run, with the largest k whose interval holds the median with probability at least
+ * `atLeast` (any continuous distribution, independent runs: each run falls below the median with
+ * probability ½, so the count below is binomial). Null with fewer than 5 runs, where even the
+ * smallest and the largest run hold it with less than 0.9. Eight runs give the 2nd and the 7th
+ * (0.93); sixteen, the 5th and the 12th (0.92).
+ */
+export function medianInterval(runs: number[], atLeast = 0.9): MedianInterval | null {
+  const n = runs.length;
+  const sorted = [...runs].sort((a, b) => a - b);
+  let best: MedianInterval | null = null;
+  // The k-th smallest run lies above the median only when fewer than k runs fall below it:
+  // P(Binomial(n, 1/2) <= k - 1), the same for the k-th largest. `below` is that sum for this k.
+  let term = 1 / 2 ** n; // C(n, 0) / 2^n
+  let below = 0;
+  for (let k = 1; k <= n / 2; k++) {
+    below += term;
+    term = (term * (n - (k - 1))) / k; // C(n, k) / 2^n
+    const confidence = 1 - 2 * below;
+    if (confidence < atLeast) break;
+    best = { low: sorted[k - 1]!, high: sorted[n - k]!, confidence };
+  }
+  return best;
+}

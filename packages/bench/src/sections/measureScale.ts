@@ -45,9 +45,10 @@ export interface ScaleResult {
 }
 
 /**
- * The key table at scale. The main server's table is bulk-loaded with `generate_series` (a share
- * of the rows already past `purge_after` by the database clock) and VACUUM ANALYZEd; a second
- * server keeps an empty table (its own database, or its own PGlite), truncated before each run.
+ * The key table at scale, on two server processes started for this section: one bulk-loads its
+ * table with `generate_series` (a share of the rows already past `purge_after` by the database
+ * clock) and VACUUM ANALYZEs it; the other keeps an empty table (its own database, or its own
+ * PGlite), truncated before each run.
  * Each of `judgedReps` runs (two targets judge this section) measures fresh claims on the empty
  * table and on the full one, back to back in alternating order, then the full one while the reaper
  * (`createReaper({ store })` with its defaults: batches of 500, each followed by a pause as long
@@ -82,9 +83,15 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
       : ctx.serverEnv,
   );
 
-  await ctx.server.post('reset');
+  // The full table's server is new too (on the same database), not the one every section before
+  // this ran in: otherwise the comparison would weigh that process's age (its heap, and on PGlite
+  // the memory and caches of its database) against a fresh one, besides the rows. Session 13's
+  // full run on PGlite measured 0.76 with the old server and 0.98 with the section run alone.
+  await using fullServer = await startServer(ctx.serverEnv);
+
+  await fullServer.post('reset');
   ctx.log(`scale: loading ${rows} rows (${expired} expired) with generate_series ...`);
-  const seed = await ctx.server.post<{ insertMs: number; vacuumMs: number }>('seed', {
+  const seed = await fullServer.post<{ insertMs: number; vacuumMs: number }>('seed', {
     live: rows - expired,
     expired,
     offset: 0,
@@ -94,8 +101,9 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
   );
   let offset = rows;
 
-  // The main server is warm from the sections before; warm the new one alike (not recorded).
+  // Both servers are new: warm them alike (not recorded).
   await fresh(emptyServer, 'warm');
+  await fresh(fullServer, 'warm');
 
   const empty: ClosedLoopResult[] = [];
   const full: ClosedLoopResult[] = [];
@@ -112,7 +120,7 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
         await emptyServer.post('reset');
         empty.push(await fresh(emptyServer, 'empty'));
       } else {
-        without = await fresh(ctx.server, 'full');
+        without = await fresh(fullServer, 'full');
         full.push(without);
       }
     }
@@ -122,17 +130,17 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
     );
     if (skipped !== null) continue;
 
-    const foreground = fresh(ctx.server, 'reap', true);
+    const foreground = fresh(fullServer, 'reap', true);
     await new Promise((resolve) => setTimeout(resolve, ctx.profile.warmupMs));
     try {
-      await ctx.server.post('reaper/start');
+      await fullServer.post('reaper/start');
     } catch (error) {
       skipped = `the reaper could not start: ${error instanceof Error ? error.message : String(error)}`;
       await foreground;
       continue;
     }
     const withReaper = await foreground;
-    const run = await ctx.server.post<ReaperRun>('reaper/stop');
+    const run = await fullServer.post<ReaperRun>('reaper/stop');
     if (run.errors.length > 0) throw new Error(`reaper failed: ${run.errors[0]}`);
     const endedAt = run.endedAt ?? Date.now();
     const during = withReaper
@@ -154,7 +162,7 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
       `scale reaper run ${rep + 1}: ${run.deleted} rows in ${windowMs} ms${run.drained ? ' (drained)' : ''}, foreground p99 ${reaps.at(-1)!.p99.toFixed(2)} ms vs ${without.latency.p99.toFixed(2)} ms without`,
     );
     // Put back what was reaped, so the next run starts from the same table.
-    await ctx.server.post('seed', { live: 0, expired: run.deleted, offset });
+    await fullServer.post('seed', { live: 0, expired: run.deleted, offset });
     offset += run.deleted;
   }
   const emptySummary = summarizeRuns(empty);

@@ -283,6 +283,47 @@ describe.skipIf(!available)('PostgreSQL', () => {
     ).toEqual(['executed completed', 'executed rolled-back', 'rejected', 'replayed']);
   });
 
+  it("at commit, another process: a duplicate whose handler fails on the first one's business row answers with the first one's outcome", async () => {
+    await using env = await postgresEnv();
+    // One order per account and sku, enforced by the business table (as users' unique keys are).
+    await env.db.execute(
+      sql`create unique index test_orders_one_per_sku on test_orders (scope, sku)`,
+    );
+    const gate = new Gate();
+    const events: IdemServerEvent[] = [];
+    const app = createTestApp(env.store, { gate, events });
+    const other = createTestApp(env.store, { events });
+    await using server = await serve(app.router);
+    await using otherServer = await serve(other.router);
+    const acct = account();
+    const first = post(server.url, 'orders.slow', order, { key: 'k-unique', account: acct });
+    // Its order is in, uncommitted, and the handler waits at the gate.
+    await expect.poll(() => app.counter.calls['orders.slow'] ?? 0).toBe(1);
+    const duplicate = post(otherServer.url, 'orders.slow', order, {
+      key: 'k-unique',
+      account: acct,
+    });
+    // The duplicate's INSERT waits on the first one's uncommitted index entry.
+    await expect
+      .poll(() =>
+        env.count(sql`select 1 from pg_locks where locktype = 'transactionid' and not granted`),
+      )
+      .toBe(1);
+    gate.open();
+    const winner = await first;
+    const answer = await duplicate;
+    expect(winner.status).toBe(200);
+    // The duplicate's INSERT failed (23505, a 500 of its handler's); the key's outcome answers.
+    expect(answer.status).toBe(200);
+    expect(answer.headers['idempotent-replayed']).toBe('true');
+    expect(answer.text).toBe(winner.text);
+    expect(other.counter.calls['orders.slow']).toBe(1);
+    expect(await env.count(sql`select 1 from test_orders where scope = ${acct}`)).toBe(1);
+    expect(
+      events.map((e) => (e.type === 'executed' ? `executed ${e.outcome}` : e.type)).sort(),
+    ).toEqual(['executed completed', 'executed rolled-back', 'replayed']);
+  });
+
   it('at commit, the same process: a duplicate waits for the request running its key, never runs, 409 past the lock timeout', async () => {
     await using env = await postgresEnv();
     await using commits = await holdCommits(env);

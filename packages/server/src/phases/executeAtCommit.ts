@@ -1,7 +1,7 @@
 import type { TRPCError } from '@trpc/server';
 import type { KeyAnswer, OutcomeRecord, StoredResponse } from '@idem/contract';
 import { inProgress, storeUnavailable } from '../errors/idemErrors.js';
-import { answerExisting } from '../replay/answerExisting.js';
+import { answerExisting, settledOutcome } from '../replay/answerExisting.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
@@ -40,7 +40,7 @@ export async function executeAtCommit(
     if (!(await settlesBefore(leader, deadline))) throw inProgress(job);
     // Every waiter reads at once; only a key the leader left unsettled needs another leader.
     const live = await readKey(job);
-    if (live !== null && settled(live)) return answerExisting(job, live);
+    if (live !== null && settledOutcome(live)) return answerExisting(job, live);
   }
   const running = runKey(job, claimFirst);
   inFlight.set(key, running);
@@ -77,7 +77,7 @@ async function runKey(
   // costs a rolled-back run, never a wrong answer. Retries, and requests without the header, read.
   if (job.request.attempt !== 1) {
     const live = await readKey(job);
-    if (live !== null) return settled(live) ? answerExisting(job, live) : claimFirst(job);
+    if (live !== null) return settledOutcome(live) ? answerExisting(job, live) : claimFirst(job);
   }
 
   const { store } = job.runtime;
@@ -125,7 +125,9 @@ async function runKey(
       // A concurrent request's record committed first: ours rolled back; answer with theirs.
       emitExecuted(job, null, 'rolled-back', false, started);
       const winner = await readKey(job);
-      return winner !== null && settled(winner) ? answerExisting(job, winner) : claimFirst(job);
+      return winner !== null && settledOutcome(winner)
+        ? answerExisting(job, winner)
+        : claimFirst(job);
     }
   }
 }
@@ -137,14 +139,6 @@ async function readKey(job: IdemJob): Promise<KeyAnswer | null> {
   } catch (error) {
     throw storeUnavailable(job, error);
   }
-}
-
-/**
- * Whether the row answers the request by itself: a stored outcome within its replay window
- * (`answerExisting` replays it, or answers 422 when the input differs).
- */
-function settled(row: KeyAnswer): boolean {
-  return (row.state === 'COMPLETED' || row.state === 'TERMINAL_FAILURE') && !row.replayExpired;
 }
 
 function outcomeRecord(
@@ -176,7 +170,8 @@ function outcomeRecord(
  * The handler failed and its transaction rolled back. A deterministic failure is stored for
  * replay in one statement of its own, unless the key has a live row by now (a concurrent
  * request's outcome committed): then that outcome is the key's, and the answer. A transient
- * failure leaves nothing, so a retry runs again.
+ * failure leaves nothing, so a retry runs again; a settled outcome the key holds by now is the
+ * answer in its place (see the race below).
  */
 async function recordFailure(
   job: IdemJob,
@@ -187,6 +182,25 @@ async function recordFailure(
   const failure = classifyHandlerFailure(error, job.options.failures);
   const failed: NextResult = { ok: false, error, marker: trpcMiddlewareMarker };
   if (failure.kind === 'transient') {
+    // Nothing of this request is stored, but the key may hold an outcome by now, and then that
+    // outcome is the answer, not this run's failure. Two ways this run met a settled key:
+    //   a first attempt skipped the read (runKey), and the key had completed before: the
+    //     handler ran again and failed on the first run's committed writes (a unique business
+    //     key: 500, or the handler's own 409);
+    //   a concurrent request of another process committed first, and the handler failed on its
+    //     writes (waited on its row lock, then 23505).
+    // Either way a retry would replay that outcome; answering it now spares the client a
+    // failure for an operation that happened. Without a settled outcome the failure stands.
+    let winner: KeyAnswer | null = null;
+    try {
+      winner = await timedClaim(job, () => job.runtime.store.readAnswer(job.claim));
+    } catch {
+      // The store is unreachable: the handler's transient failure is still the answer.
+    }
+    if (winner !== null && settledOutcome(winner)) {
+      emitExecuted(job, null, 'rolled-back', false, started);
+      return answerExisting(job, winner);
+    }
     emitExecuted(job, null, 'released', false, started);
     return failed;
   }
@@ -208,5 +222,5 @@ async function recordFailure(
   }
   emitExecuted(job, null, 'rolled-back', false, started);
   const winner = await readKey(job);
-  return winner !== null && settled(winner) ? answerExisting(job, winner) : failed;
+  return winner !== null && settledOutcome(winner) ? answerExisting(job, winner) : failed;
 }

@@ -9,6 +9,14 @@ import { STORED_TAGS } from './ReplayStrategy.js';
 import { storedFailureError, storedFailureSchema } from './storedFailure.js';
 
 /**
+ * Whether the key's row answers a request by itself: a stored outcome within its replay window
+ * (`answerExisting` replays it, or answers 422 when the input differs).
+ */
+export function settledOutcome(row: KeyAnswer): boolean {
+  return (row.state === 'COMPLETED' || row.state === 'TERMINAL_FAILURE') && !row.replayExpired;
+}
+
+/**
  * Answers a request whose key another request claimed: replay a stored outcome, or refuse by
  * state. Never runs the procedure.
  */

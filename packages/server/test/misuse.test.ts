@@ -184,6 +184,17 @@ describe('misplaced idem never answers wrongly', () => {
     );
     const fixed = t.router({ ok: misplaced.ok });
     expect(() => idem.completer({ router: fixed, createContext })).not.toThrow();
+    // An .output() in front of idem: the first call works, its replays are parsed again.
+    const outputFirst = t.router({
+      stamp: t.procedure
+        .input(z.object({ a: z.string() }))
+        .output(z.object({ at: z.date() }))
+        .concat(idem.procedure({ mode: 'external' }))
+        .mutation(() => ({ at: new Date(0) })),
+    });
+    expect(() => idem.completer({ router: outputFirst, createContext })).toThrow(
+      /stamp: an \.output\(\) comes before \.concat\(idem\.procedure\(\)\).*put \.output\(\) after/,
+    );
   });
 
   it('the workers refuse, at start-up, options that would make them idle, spin or take over records they cannot run', async () => {

@@ -67,7 +67,7 @@ describe('auditRouter', () => {
     await expect(assertRouterDecided(app)).rejects.toThrow(/billing\.deeper\.undecided/);
   });
 
-  it('reports idem on a query or a subscription, and an .input() after idem', async () => {
+  it('reports idem on a query or a subscription, an .input() after idem, and an .output() before it', async () => {
     const app = t.router({
       read: t.procedure.concat(idem.procedure()).query(() => 1),
       stream: t.procedure.concat(idem.procedure()).subscription(async function* () {
@@ -83,10 +83,20 @@ describe('auditRouter', () => {
         .input(z.object({ a: z.string() }))
         .input(z.object({ b: z.string() }))
         .concat(idem.procedure())
-        .mutation(() => 1),
+        .output(z.object({ at: z.date() }))
+        .mutation(() => ({ at: new Date(0) })),
+      // An output parser in front of idem compiles; it would parse every replay again.
+      outputFirst: t.procedure
+        .input(z.object({ a: z.string() }))
+        .output(z.object({ at: z.date() }))
+        .concat(idem.procedure())
+        .mutation(() => ({ at: new Date(0) })),
     });
     const { misplaced } = await auditRouter(app);
-    expect(misplaced.map((m) => m.path)).toEqual(['merged', 'read', 'stream']);
+    expect(misplaced.map((m) => m.path)).toEqual(['merged', 'outputFirst', 'read', 'stream']);
+    expect(misplaced.find((m) => m.path === 'outputFirst')?.problem).toMatch(
+      /put \.output\(\) after \.concat\(idem\.procedure\(\)\)/,
+    );
     expect(misplaced.find((m) => m.path === 'read')?.problem).toMatch(/on a query/);
     expect(misplaced.find((m) => m.path === 'stream')?.problem).toMatch(/on a subscription/);
     expect(misplaced.find((m) => m.path === 'merged')?.problem).toMatch(

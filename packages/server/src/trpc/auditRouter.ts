@@ -1,6 +1,6 @@
 import type { AnyTRPCRouter } from '@trpc/server';
 import type { IdemMeta } from '@idem/contract';
-import { isIdemMiddleware, isInputParser } from './idemMiddlewareMark.js';
+import { isIdemMiddleware, isInputParser, isOutputParser } from './idemMiddlewareMark.js';
 
 /** One mutation the audit found, and how it is declared. */
 export interface AuditedMutation {
@@ -21,8 +21,9 @@ export interface RouterAudit {
   /** Paths of mutations that neither declare idempotency nor are marked retry-unsafe. */
   undecided: string[];
   /**
-   * Procedures where `idem.procedure()` cannot work: on a query or a subscription, or with an
-   * `.input()` after it. Such a procedure answers 500 on every call; fix it before shipping.
+   * Procedures where `idem.procedure()` cannot work: on a query or a subscription, with an
+   * `.input()` after it (such a procedure answers 500 on every call), or with an `.output()`
+   * before it (its replays can answer 500). Fix them before shipping.
    */
   misplaced: MisplacedIdempotency[];
 }
@@ -54,6 +55,13 @@ function misplacement(def: ProcedureDef): string | null {
   }
   if (middlewares.slice(idemAt + 1).some(isInputParser)) {
     return 'an .input() comes after .concat(idem.procedure()): the fingerprint would miss it; put every .input() first';
+  }
+  // Before idem, an output parser wraps it: a replay's output, read back through the serializer,
+  // is parsed again, and what does not survive the round trip (a Date, with JSON) fails it: a
+  // 500 for an operation that completed. After idem it parses the handler's output once, and idem
+  // stores what it returns.
+  if (middlewares.slice(0, idemAt).some(isOutputParser)) {
+    return 'an .output() comes before .concat(idem.procedure()): replays would be validated again after the serializer (a Date comes back a string and fails); put .output() after .concat(idem.procedure())';
   }
   return null;
 }

@@ -1,7 +1,7 @@
 /**
  * idem's middleware carries a mark, so the router audit can find it in a procedure's middleware
- * list and check where it sits (after every input parser, on a mutation). tRPC marks its own input
- * parsers the same way (`_type: 'input'`).
+ * list and check where it sits (after every input parser, before every output parser, on a
+ * mutation). tRPC marks its own parsers the same way (`_type: 'input'`, `_type: 'output'`).
  */
 const IDEM_MIDDLEWARE = Symbol.for('@idem/server:middleware');
 
@@ -20,4 +20,9 @@ export function isIdemMiddleware(middleware: unknown): boolean {
 /** Whether a middleware is one of tRPC's input parsers (`.input()`). */
 export function isInputParser(middleware: unknown): boolean {
   return typeof middleware === 'function' && (middleware as { _type?: unknown })._type === 'input';
+}
+
+/** Whether a middleware is one of tRPC's output parsers (`.output()`). */
+export function isOutputParser(middleware: unknown): boolean {
+  return typeof middleware === 'function' && (middleware as { _type?: unknown })._type === 'output';
 }

@@ -3,8 +3,8 @@ import { z } from 'zod';
 /**
  * Which failures a procedure stores and replays.
  *
- * - `deterministic` (default): 4xx-class failures other than 408, 409 and 429 are stored and
- *   replayed like a success; transient failures (5xx, timeouts, store errors) release the key.
+ * - `deterministic` (default): 4xx-class failures other than 408, 409, 425, 429 and 499 are
+ *   stored and replayed like a success; transient failures (5xx, timeouts, store errors) release the key.
  * - `none`: no failure is stored; every failure releases the key and the next retry runs again.
  */
 export const failurePolicySchema = z.enum(['deterministic', 'none']);

@@ -10,6 +10,7 @@ import { initTRPC } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import type { IdemMeta, RecoveryStore } from '@idem/contract';
+import { sql } from 'drizzle-orm';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { z } from 'zod';
 import {
@@ -131,6 +132,42 @@ describe('idem headers without responseMeta', () => {
       expect(replay.headers.get('Idempotent-Replayed')).toBe('true');
     }
   });
+});
+
+describe('an output idem cannot store', () => {
+  type Ctx = IdemContext & { account: string | null };
+  const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();
+
+  it.each(['at-commit', 'first'] as const)(
+    'claim %s: a 500 naming the fix, not a retryable 503; the key is released, nothing stored',
+    async (claim) => {
+      await using env = await pgliteEnv();
+      const idem = createIdempotency({
+        keySecret: TEST_KEY_SECRET,
+        store: env.store,
+        scope: () => 'acct_x',
+      });
+      let calls = 0;
+      const router = t.router({
+        // JSON cannot write a BigInt: the output could never be replayed.
+        big: t.procedure
+          .input(z.object({ a: z.string() }))
+          .concat(idem.procedure({ claim }))
+          .mutation(() => ({ n: BigInt(++calls) })),
+      });
+      const url = await serveWith(router, { responseMeta: true });
+      const first = await post(url, 'big', { a: 'x' }, { key: 'k-big' });
+      const again = await post(url, 'big', { a: 'x' }, { key: 'k-big' });
+      for (const answer of [first, again]) {
+        expect(answer.status).toBe(500);
+        expect(answer.json.error.message).toMatch(
+          /idem: the output of big cannot be stored for replay \(.*BigInt.*\): return data the serializer can write/,
+        );
+      }
+      expect(calls).toBe(2);
+      expect(await env.count(sql`select 1 from idem_records`)).toBe(0);
+    },
+  );
 });
 
 describe('misplaced idem never answers wrongly', () => {

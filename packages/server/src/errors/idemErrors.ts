@@ -104,6 +104,17 @@ export const idemMisuse = {
     misuse(
       `${path} reads its input after idem.procedure(): put every .input() before .concat(idem.procedure())`,
     ),
+  /**
+   * A handler's output the procedure's serializer cannot store (a BigInt with JSON, a cycle): it
+   * could never be replayed, so in local mode it is the request's failure, a 500 (its writes roll
+   * back, the key is released), not a store outage that invites the client to retry forever.
+   */
+  unstorableOutput: (path: string, cause: unknown) =>
+    new TRPCError({
+      code: 'INTERNAL_SERVER_ERROR',
+      message: `idem: the output of ${path} cannot be stored for replay (${cause instanceof Error ? cause.message : String(cause)}): return data the serializer can write, or pass createIdempotency a serializer that can`,
+      cause,
+    }),
 };
 
 /**

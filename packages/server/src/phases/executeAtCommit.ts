@@ -8,7 +8,7 @@ import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
 import { timedClaim } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
-import { storeResult } from './storeResult.js';
+import { storedOutput } from './storeResult.js';
 
 /** Thrown inside the transaction to roll it back; never leaves this module. */
 class HandlerFailed {
@@ -102,10 +102,9 @@ async function runKey(
         tx,
       });
       if (!result.ok) throw new HandlerFailed(result.error);
-      const response = {
-        status: 200,
-        body: storeResult(result.data, job.options.replay, job.runtime.serializer),
-      };
+      const body = storedOutput(job, result.data);
+      if (typeof body !== 'string') throw new HandlerFailed(body);
+      const response = { status: 200, body };
       return { value: result, record: outcomeRecord(job, operationId, 'COMPLETED', response) };
     });
   } catch (error) {

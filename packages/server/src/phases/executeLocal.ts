@@ -9,7 +9,7 @@ import { emitExecuted } from './emitExecuted.js';
 import { executeAtCommit } from './executeAtCommit.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
-import { storeResult } from './storeResult.js';
+import { storedOutput } from './storeResult.js';
 
 /** Thrown inside the transaction to roll it back; never leaves this module. */
 class Rollback {
@@ -63,11 +63,16 @@ async function executeClaimFirst(job: IdemJob): Promise<NextResult> {
         handlerError = result.error;
         throw new Rollback('handler-failed');
       }
+      const body = storedOutput(job, result.data);
+      if (typeof body !== 'string') {
+        handlerError = body;
+        throw new Rollback('handler-failed');
+      }
       const stored = await store.complete(
         { id: record.id, version: record.version },
         {
           status: 200,
-          body: storeResult(result.data, job.options.replay, job.runtime.serializer),
+          body,
           replayWindowMs: job.options.replayWindowMs,
           retentionMs: job.options.retentionMs,
         },

@@ -1,6 +1,21 @@
+import type { TRPCError } from '@trpc/server';
+import { idemMisuse } from '../errors/idemErrors.js';
+import type { IdemJob } from '../request/IdemJob.js';
 import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
 import { STORED_TAGS } from '../replay/ReplayStrategy.js';
 import type { ResultSerializer } from '../replay/ResultSerializer.js';
+
+/**
+ * The text the store keeps for a job's successful output, or, when the procedure's serializer or
+ * replay strategy cannot write it, the 500 that names the fix (`idemMisuse.unstorableOutput`).
+ */
+export function storedOutput(job: IdemJob, output: unknown): string | TRPCError {
+  try {
+    return storeResult(output, job.options.replay, job.runtime.serializer);
+  } catch (cause) {
+    return idemMisuse.unstorableOutput(job.claim.procedure, cause);
+  }
+}
 
 /** The text the store keeps for a successful output, by the procedure's replay strategy. */
 export function storeResult(

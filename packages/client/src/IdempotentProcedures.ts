@@ -1,15 +1,39 @@
 import type { IdemErrorShapeMarker } from '@idem/contract';
 import type { AnyTRPCProcedure, AnyTRPCRouter, inferProcedureInput } from '@trpc/server';
 
+/** Whether `T` is `any`: the only type that `1 & T` leaves open to `0`. */
+type IsAny<T> = 0 extends 1 & T ? true : false;
+
+/**
+ * The members of an error shape that carry idem's `data.idem` for real. `Extract` alone is not
+ * enough: a root `errorFormatter` whose shape or `data` is `any` matches every marker, and would
+ * make every mutation of the router look idempotent (then retried with no idem middleware on the
+ * server: a duplicate effect). Any `any` on the way to `data.idem` counts as no marker.
+ */
+type IdemShapeIn<$Shape> = $Shape extends unknown
+  ? IsAny<$Shape> extends true
+    ? never
+    : $Shape extends { data: infer $Data }
+      ? IsAny<$Data> extends true
+        ? never
+        : $Data extends { idem: infer $Idem }
+          ? IsAny<$Idem> extends true
+            ? never
+            : Extract<$Shape, IdemErrorShapeMarker>
+          : never
+      : never
+  : never;
+
 /**
  * Whether a procedure is an idempotent mutation: a mutation whose error shape (a union of the
  * router's shape and one per `.errors()` formatter) has a member with `data.idem`, which
- * `@idem/server`'s procedure builder adds. `Extract`, not `extends`: one member is enough.
+ * `@idem/server`'s procedure builder adds. One member is enough; a member that is `any`, or whose
+ * `data` is `any`, is not one (see `IdemShapeIn`).
  */
 export type IsIdempotentMutation<TProcedure> = TProcedure extends {
   _def: { type: 'mutation'; $types: { errorShape: infer $Shape } };
 }
-  ? [Extract<$Shape, IdemErrorShapeMarker>] extends [never]
+  ? [IdemShapeIn<$Shape>] extends [never]
     ? false
     : true
   : false;
@@ -30,7 +54,7 @@ type MisplacedIdemType<TProcedure> = TProcedure extends {
 }
   ? $Type extends 'mutation'
     ? never
-    : [Extract<$Shape, IdemErrorShapeMarker>] extends [never]
+    : [IdemShapeIn<$Shape>] extends [never]
       ? never
       : $Type
   : never;
@@ -51,6 +75,30 @@ type MisplacedIn<TRecord, TPrefix extends string> = {
  * server is fixed.
  */
 export type MisplacedIdemPath<TRouter extends AnyTRPCRouter> = MisplacedIn<
+  TRouter['_def']['record'],
+  ''
+>;
+
+type NotIdempotentIn<TRecord, TPrefix extends string> = {
+  [TKey in keyof TRecord & string]: TRecord[TKey] extends AnyTRPCProcedure
+    ? IsIdempotentMutation<TRecord[TKey]> extends true
+      ? never
+      : [MisplacedIdemType<TRecord[TKey]>] extends [never]
+        ? `${TPrefix}${TKey}`
+        : never
+    : TRecord[TKey] extends object
+      ? NotIdempotentIn<TRecord[TKey], `${TPrefix}${TKey}.`>
+      : never;
+}[keyof TRecord & string];
+
+/**
+ * Paths of the router's procedures that are not idempotent mutations: queries, subscriptions and
+ * mutations without `idem.procedure()` (a `retryUnsafe` one included). {@link IdempotentProcedures}
+ * gives each an optional entry that no value satisfies, so naming one in the list does not compile
+ * however the list is written: inline, held in a `const`, or spread from another object. (An
+ * object literal's excess-property check covers only the first.)
+ */
+export type NotIdempotentPath<TRouter extends AnyTRPCRouter> = NotIdempotentIn<
   TRouter['_def']['record'],
   ''
 >;
@@ -92,7 +140,7 @@ export type IdempotentErrorShape<
   ProcedureAtPath<TRouter, TPath> extends {
     _def: { $types: { errorShape: infer $Shape } };
   }
-    ? Extract<$Shape, IdemErrorShapeMarker>
+    ? IdemShapeIn<$Shape>
     : never;
 
 /**
@@ -114,11 +162,16 @@ export interface IdempotentProcedureOptions<TInput> {
 
 /**
  * One entry per idempotent mutation of `TRouter`, no more, no fewer: `true`, or options with a
- * typed key function. The compiler checks it against the router:
+ * typed key function. The compiler checks it against the router, however the list is written
+ * (inline, in a `const`, spread together):
  *
  * - a new idempotent procedure the list forgets: "Property 'payments.charge' is missing";
- * - a path that is not an idempotent mutation: "Object literal may only specify known
- *   properties";
+ * - another procedure of the router (a plain or `retryUnsafe` mutation, a query): its entry's
+ *   type reads "orders.cancel is a mutation without idem.procedure(): ...", and no value is
+ *   assignable to it. The link would otherwise key and retry it, and the server, with no idem
+ *   middleware on it, would run it again;
+ * - a path that is nowhere in the router: "Object literal may only specify known properties"
+ *   (inline lists only; such an entry never matches a call, so it changes nothing at run time);
  * - a key function whose input type is wrong: not assignable;
  * - `idem.procedure()` on a query or subscription of the router: "Property 'orders.list' is
  *   missing", whose required type reads "idem.procedure() is for mutations only: ...".
@@ -134,7 +187,26 @@ export type IdempotentProcedures<TRouter extends AnyTRPCRouter> = Spelled<
       TPath in MisplacedIdemPath<TRouter>
     ]: `idem.procedure() is for mutations only: make ${TPath} a mutation or drop idem.procedure() from it`;
   }
->;
+> &
+  // Every other procedure: an optional entry that no value satisfies (but `undefined`, which the
+  // link reads as absent), so a const or spread list cannot slip one in. A second object, so that
+  // messages show the entries the list needs first.
+  Spelled<{
+    [TPath in NotIdempotentPath<TRouter>]?: NotIdempotentEntry<
+      TPath,
+      ProcedureTypeAt<TRouter, TPath>
+    >;
+  }>;
+
+/** What a list entry for a procedure that is not an idempotent mutation is told. */
+type NotIdempotentEntry<TPath extends string, TType extends string> = TType extends 'mutation'
+  ? `${TPath} is a mutation without idem.procedure(): the server would run every retry again; remove it from this list`
+  : `${TPath} is a ${TType}, not an idempotent mutation; remove it from this list`;
+
+type ProcedureTypeAt<TRouter extends AnyTRPCRouter, TPath extends string> =
+  ProcedureAtPath<TRouter, TPath> extends { _def: { type: infer $Type extends string } }
+    ? $Type
+    : 'procedure';
 
 /**
  * The same object type, spelled out: compiler messages then show the expected entries

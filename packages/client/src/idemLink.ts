@@ -9,6 +9,7 @@ import type { Backoff } from './backoff/Backoff.js';
 import { fullJitter } from './backoff/fullJitter.js';
 import type { OperationKind } from './decideRetry.js';
 import { idemFetch } from './idemFetch.js';
+import { BodyPins, CallBody } from './BodyPins.js';
 import { CallStop } from './CallStop.js';
 import { firstEnvelope, type Envelope } from './firstEnvelope.js';
 import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from './IdemEvent.js';
@@ -51,7 +52,9 @@ export interface IdemLinkOptions<TRouter extends AnyTRPCRouter> {
   http: HTTPLinkOptions<TRouter['_def']['_config']['$types']>;
   /**
    * Every idempotent mutation of the router, checked against it by the compiler (see
-   * {@link IdempotentProcedures}): `true`, or `{ key: (input) => string }` to derive keys.
+   * {@link IdempotentProcedures}): `true`, or `{ key: (input) => string }` to derive keys. Any
+   * other procedure of the router does not compile here, however the list is written; an entry
+   * that is neither (`false`, `null`) is refused when the link is made, and `undefined` is absent.
    */
   idempotent: IdempotentProcedures<TRouter>;
   /**
@@ -114,11 +117,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
   opts: IdemLinkOptions<TRouter>,
 ): TRPCLink<TRouter> {
   // Configured once.
-  const keyFunctions = new Map<string, IdempotencyKeyFunction<unknown> | undefined>(
-    Object.entries(
-      opts.idempotent as Record<string, true | { key?: IdempotencyKeyFunction<unknown> }>,
-    ).map(([path, entry]) => [path, entry === true ? undefined : entry.key]),
-  );
+  const keyFunctions = keyFunctionsOf(opts.idempotent);
   const maxAttempts = positiveInteger(
     'maxAttempts',
     opts.maxAttempts ?? IDEM_LINK_DEFAULTS.maxAttempts,
@@ -157,10 +156,11 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
     // Per client: one budget, one unbatched transport.
     const budget = opts.budget ?? new RetryBudget();
     const headersOf = new WeakMap<Operation, Record<string, string>>();
+    const bodies = new BodyPins();
     const userHeaders = opts.http.headers;
     const send = httpLink<TRouter>({
       ...opts.http,
-      fetch: idemFetch(opts.http.fetch),
+      fetch: bodies.fetch(idemFetch(opts.http.fetch)),
       // Not `async`: with static headers (or a synchronous function) no promise is made per call.
       headers({ op }) {
         const own = typeof userHeaders === 'function' ? userHeaders({ op }) : (userHeaders ?? {});
@@ -186,6 +186,8 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
         // unsubscribe stop the loop through it.
         const stop = new CallStop(op.signal);
         let idempotencyKey: string | undefined;
+        // The body every attempt of this call sends: the first attempt's (see BodyPins).
+        let body: CallBody | undefined;
         if (operation === 'idempotent-mutation') {
           try {
             idempotencyKey = resolveIdempotencyKey(op, keyFunctions.get(op.path), randomKey);
@@ -221,6 +223,7 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
                 remainingMs: context.remainingMs,
               }),
             );
+            bodies.expect((body ??= new CallBody()), context.requestId);
             return firstEnvelope(send({ op: attemptOp, next }), context.onAbort);
           },
           maxAttempts,
@@ -239,12 +242,14 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
           (envelope) => {
             settled = true;
             stop.dispose();
+            if (body) bodies.release(body);
             observer.next(envelope);
             observer.complete();
           },
           (error: unknown) => {
             settled = true;
             stop.dispose();
+            if (body) bodies.release(body);
             if (!unsubscribed) observer.error(toClientError(error));
           },
         );
@@ -259,6 +264,39 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
       });
     };
   };
+}
+
+/**
+ * The list as a map from path to key function, checked once. An entry is `true` or `{ key? }`;
+ * `undefined` counts as absent (the list's type allows it for every other procedure of the
+ * router). Anything else (`false`, `null`, a string) is refused: `keyFunctions.has(path)` would
+ * read it as "idempotent", and the link would key and retry that procedure.
+ */
+function keyFunctionsOf(list: object): Map<string, IdempotencyKeyFunction<unknown> | undefined> {
+  const keyFunctions = new Map<string, IdempotencyKeyFunction<unknown> | undefined>();
+  if (typeof list !== 'object' || list === null) {
+    throw new TypeError(`idemLink: idempotent must be an object of paths, got ${String(list)}`);
+  }
+  for (const [path, entry] of Object.entries(list) as [string, unknown][]) {
+    if (entry === undefined) continue;
+    if (entry === true) {
+      keyFunctions.set(path, undefined);
+      continue;
+    }
+    const options = typeof entry === 'object' && entry !== null;
+    const key = options ? (entry as { key?: unknown }).key : undefined;
+    if (!options || (key !== undefined && typeof key !== 'function')) {
+      throw new TypeError(
+        `idemLink: idempotent['${path}'] must be true or { key: (input) => string }, got ${describe(entry)}`,
+      );
+    }
+    keyFunctions.set(path, key as IdempotencyKeyFunction<unknown> | undefined);
+  }
+  return keyFunctions;
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }
 
 function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {

@@ -11,6 +11,7 @@ export type {
   IdempotentProcedures,
   IsIdempotentMutation,
   MisplacedIdemPath,
+  NotIdempotentPath,
   ProcedureAtPath,
 } from './IdempotentProcedures.js';
 
@@ -37,7 +38,12 @@ export {
 export type { RetryBudgetOptions } from './RetryBudget.js';
 
 export { systemClock } from './RetryClock.js';
-export { OperationWaitTimeoutError, waitForOperation } from './waitForOperation.js';
+export {
+  isOperationReleasedError,
+  OperationReleasedError,
+  OperationWaitTimeoutError,
+  waitForOperation,
+} from './waitForOperation.js';
 export type { WaitForOperationOptions } from './waitForOperation.js';
 export type { RetryClock } from './RetryClock.js';
 

@@ -1,6 +1,11 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { RetryClock } from './RetryClock.js';
-import { OperationWaitTimeoutError, waitForOperation } from './waitForOperation.js';
+import {
+  isOperationReleasedError,
+  OperationReleasedError,
+  OperationWaitTimeoutError,
+  waitForOperation,
+} from './waitForOperation.js';
 
 /** A clock whose sleeps only move its own time forward. */
 function virtualClock(): RetryClock & { slept: number[] } {
@@ -53,6 +58,36 @@ describe('waitForOperation', () => {
     await expect(waiting).rejects.toBeInstanceOf(OperationWaitTimeoutError);
     await expect(waiting).rejects.toThrow(/op-2 is still IN_PROGRESS at the deadline/);
     expect(clock.slept).toEqual([400, 400, 200]);
+  });
+
+  it('ends at once on a released operation, saying to resend the mutation with the same key', async () => {
+    // RETRYABLE_FAILURE: the handler failed transiently and the server released the key. No
+    // queue or completer takes that state up again; only the original mutation, sent again with
+    // the same key, runs the work again. Waiting until the deadline could never see it move.
+    const states = ['IN_PROGRESS', 'RETRYABLE_FAILURE', 'COMPLETED'];
+    const clock = virtualClock();
+    let reads = 0;
+    const read = async ({ operationId }: { operationId: string }): Promise<Status> => {
+      reads++;
+      return { operationId, state: states.shift()! };
+    };
+    const error = await waitForOperation(
+      read,
+      { operationId: 'op-4' },
+      { clock, intervalMs: 100, timeoutMs: 60_000 },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OperationReleasedError);
+    expect(error).not.toBeInstanceOf(OperationWaitTimeoutError);
+    expect(isOperationReleasedError(error)).toBe(true);
+    expect(isOperationReleasedError(new OperationWaitTimeoutError('op-4', 'IN_PROGRESS'))).toBe(
+      false,
+    );
+    expect((error as OperationReleasedError).operationId).toBe('op-4');
+    expect((error as Error).message).toMatch(
+      /op-4 was released after a transient failure \(RETRYABLE_FAILURE\).*send the original mutation again with the same input and idempotency key/,
+    );
+    expect(reads).toBe(2);
+    expect(clock.slept).toEqual([100]);
   });
 
   it('refuses a pause or a deadline no timer can keep, before reading anything', async () => {

@@ -7,6 +7,7 @@ import {
   idemLink,
   IDEM_LINK_DEFAULTS,
   type IdemEvent,
+  type IdemLinkOptions,
   type IdemLogger,
 } from '../src/index.js';
 import { htmlPage } from './fixtures/FaultProxy.js';
@@ -117,6 +118,43 @@ describe('idemLink options', () => {
       .orders.create.mutate({ sku: 'b', quantity: 1 })
       .catch(() => undefined);
     expect(shop.proxy.requests).toHaveLength(101);
+  });
+
+  it('refuses a list entry that is neither true nor { key }: it would key and retry that path', () => {
+    const http = { url: 'http://127.0.0.1:1/trpc' };
+    const complete = { 'orders.create': true, 'payments.charge': true, 'payments.refuse': true };
+    // Untyped lists (plain JavaScript, or `as any`): the link reads every entry it keeps as
+    // "idempotent", so one that says otherwise must not be kept.
+    const untyped = (extra: Record<string, unknown>) =>
+      ({ ...complete, ...extra }) as unknown as IdemLinkOptions<ShopRouter>['idempotent'];
+    expect(() =>
+      idemLink<ShopRouter>({ http, idempotent: untyped({ 'orders.cancel': false }) }),
+    ).toThrow(
+      "idemLink: idempotent['orders.cancel'] must be true or { key: (input) => string }, got false",
+    );
+    expect(() => idemLink<ShopRouter>({ http, idempotent: untyped({ ping: null }) })).toThrow(
+      TypeError,
+    );
+    expect(() =>
+      idemLink<ShopRouter>({ http, idempotent: untyped({ ping: { key: 'ping-1' } }) }),
+    ).toThrow(TypeError);
+  });
+
+  it('reads an undefined entry as absent: that mutation gets no key and no retry', async () => {
+    const { trpc, retries } = shop.client({
+      idempotent: {
+        'orders.create': true,
+        'payments.charge': true,
+        'payments.refuse': true,
+        'orders.cancel': undefined,
+      },
+    });
+    shop.proxy.plan = ({ n }) => (n === 1 ? htmlPage(502, 'Bad Gateway') : { type: 'pass' });
+    await expect(trpc.orders.cancel.mutate({ orderId: 'o-1' })).rejects.toThrow();
+    expect(shop.proxy.requests).toHaveLength(1);
+    expect(shop.proxy.requests[0]?.headers['idempotency-key']).toBeUndefined();
+    expect(retries).toEqual([]);
+    expect(shop.calls).toEqual([]);
   });
 
   it('refuses nonsense options when the link is made', () => {

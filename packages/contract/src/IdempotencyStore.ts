@@ -192,8 +192,13 @@ export interface IdempotencyStore<TTx = unknown> {
   complete(fence: Fence, response: StoredResponse, tx?: TTx): Promise<boolean>;
   /** Stores a deterministic failure (`TERMINAL_FAILURE`) for replay. */
   fail(fence: Fence, response: StoredResponse, tx?: TTx): Promise<boolean>;
-  /** Releases the key after a transient failure (`RETRYABLE_FAILURE`): the next claim runs again. */
-  release(fence: Fence, tx?: TTx): Promise<boolean>;
+  /**
+   * Releases the key after a transient failure (`RETRYABLE_FAILURE`): the next claim takes the
+   * record over and runs again, resuming from its recorded steps. Nothing is stored for replay;
+   * the record may be deleted `retentionMs` after the release (the procedure's retention, which
+   * idem's server keeps at least its replay window) if no one claims it again.
+   */
+  release(fence: Fence, windows: Pick<StoredResponse, 'retentionMs'>, tx?: TTx): Promise<boolean>;
   /**
    * Local mode, the key taken at commit: runs `work` in one transaction and, when it resolves,
    * inserts its `record` as the transaction's last statement, sent together with COMMIT where

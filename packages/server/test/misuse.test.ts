@@ -168,6 +168,29 @@ describe('an output idem cannot store', () => {
       expect(await env.count(sql`select 1 from idem_records`)).toBe(0);
     },
   );
+
+  it('external mode: a 500 naming the fix, not a retryable 503 that says nothing ran', async () => {
+    await using env = await pgliteEnv();
+    const idem = createIdempotency({
+      keySecret: TEST_KEY_SECRET,
+      store: env.store,
+      scope: () => 'acct_x',
+    });
+    const router = t.router({
+      big: t.procedure
+        .input(z.object({ a: z.string() }))
+        .concat(idem.procedure({ mode: 'external' }))
+        .mutation(() => ({ n: 1n })),
+    });
+    const url = await serveWith(router, { responseMeta: true });
+    const answer = await post(url, 'big', { a: 'x' }, { key: 'k-big' });
+    expect(answer.status).toBe(500);
+    expect(answer.json.error.message).toMatch(
+      /idem: the output of big cannot be stored for replay/,
+    );
+    // The work ran: its record stays under its lease for a takeover, never released blind.
+    expect(await env.count(sql`select 1 from idem_records where state = 'IN_PROGRESS'`)).toBe(1);
+  });
 });
 
 describe('misplaced idem never answers wrongly', () => {

@@ -260,13 +260,15 @@ export class DrizzleIdempotencyStore<
 
   /**
    * Releases the key for the next claim, fenced like `complete`. The record may be deleted
-   * `DEFAULT_RETENTION_MS` after the release if no one claims it again.
+   * `windows.retentionMs` after the release if no one claims it again.
    */
   async release(
     fence: Fence,
+    windows: Pick<StoredResponse, 'retentionMs'>,
     tx?: PgTransaction<TQueryResult, TFullSchema, TSchema>,
   ): Promise<boolean> {
-    return this.#written(completion.release(fence, this.#clock), tx);
+    assertMilliseconds('retentionMs', windows.retentionMs, 0);
+    return this.#written(completion.release(fence, windows, this.#clock), tx);
   }
 
   async saveSteps(
@@ -366,7 +368,10 @@ export class DrizzleIdempotencyStore<
     return (await executeRows<RecordRow>(this.#statements(), statement)).map(toRecoveryRecord);
   }
 
-  /** Throws a TypeError for a resolution the state machine does not admit (`assertResolution`). */
+  /**
+   * Throws a TypeError for a resolution the state machine does not admit, a RangeError for
+   * windows that are not whole milliseconds (`assertResolution`).
+   */
   async resolve(fence: Fence, resolution: Resolution): Promise<boolean> {
     operator.assertResolution(resolution);
     return (await this.#count(operator.resolve(fence, resolution, this.#clock))) > 0;

@@ -1,4 +1,4 @@
-import { DEFAULT_RETENTION_MS, type Fence, type StoredResponse } from '@idem/contract';
+import type { Fence, StoredResponse } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { recordId } from './assertMilliseconds.js';
 import { milliseconds } from './databaseClock.js';
@@ -31,6 +31,38 @@ import { idemRecords } from './schema.js';
  *
  * In local mode `complete`/`fail` run in the claim's transaction: the claim, the handler's writes
  * and the outcome commit together, or none does.
+ *
+ * An erasure changes no owner (`eraseScope`, erasureStatements.ts, bumps no version): an owner
+ * still running when its scope is erased keeps its fence, and its writes still move the record
+ * on. What they write of the user's data (`complete`/`fail`'s response body, `saveSteps`' steps)
+ * is decided per column, in the same UPDATE, on the row it writes:
+ *
+ *   notErased    erased_at IS NULL
+ *
+ * An erasure E of the scope while the owner W runs:
+ *
+ *   W: claim (version v), runs the procedure
+ *   E: UPDATE SET response_body, input_text, steps = NULL, erased_at
+ *   W: saveSteps(v)    waits for E's row lock if E has not committed, then re-checks against E's
+ *                      row: the fence holds, 1 row: the recovery point, irreversible_at and the
+ *                      lease move on; steps stay NULL (notErased is false)
+ *   W: complete(v)     1 row: COMPLETED, status, times and windows stored, response_body stays
+ *                      NULL. W's own request gets its result; a replay gets 409
+ *                      IDEMPOTENCY_REPLAY_UNAVAILABLE, as after an erasure of a completed record.
+ *   W: release(v)      (instead of complete) after an external call's intent: irreversible_at
+ *                      without steps. The next claim hands the record to an operator rather
+ *                      than re-run the call blind (`erased_after_call`, the server's
+ *                      executeExternal)
+ *
+ * Or W first:
+ *
+ *   W: complete(v)     1 row: COMPLETED with its body
+ *   E: erases it       waits for W's row lock if W has not committed, then clears the body
+ *
+ * Either way the row ends erased. A `cancel` or an operator's `resolve` after the erasure is not
+ * the owner's write (operatorStatements.ts): it stores its response (a cancel's is idem's own
+ * error; an operator's, what the operator chose with the record in view), which the next
+ * `eraseScope` clears.
  */
 
 /** The fence of an owner's write, for the table aliased `r` (see the top of the file). */
@@ -41,20 +73,36 @@ export function stillOwned(fence: Fence): SQL {
 }
 
 /**
+ * `value`, or NULL once the record (aliased `r`) was erased (`notErased`, see the top of the
+ * file): the user's data an owner writes, so that an owner running through an erasure never
+ * writes it back.
+ */
+export function unlessErased(value: SQL): SQL {
+  return sql`CASE WHEN r.erased_at IS NULL THEN ${value} END`;
+}
+
+/**
  * The columns a stored outcome sets: the response to replay, when it completed, and how long it
  * is replayed and kept. `complete`, `fail`, an operator's `resolve` and `cancel` set these.
+ * `body` is what `response_body` is set to: the response's body unless the caller guards it
+ * (the owner's `finish` stores none on an erased record).
  */
-export function storedOutcome(response: StoredResponse, clock: SQL): SQL {
+export function storedOutcome(
+  response: StoredResponse,
+  clock: SQL,
+  body: SQL = sql`${response.body}::text`,
+): SQL {
   return sql`response_status = ${response.status}::integer,
-    response_body = ${response.body}::text,
+    response_body = ${body},
     completed_at = ${clock},
     replay_expires_at = ${clock} + ${milliseconds(response.replayWindowMs)},
     purge_after = ${clock} + ${milliseconds(response.retentionMs)}`;
 }
 
 /**
- * Stores the owner's outcome (COMPLETED or TERMINAL_FAILURE) for replay and drops the lease.
- * Returns the id when the fence held.
+ * Stores the owner's outcome (COMPLETED or TERMINAL_FAILURE) for replay and drops the lease; on
+ * an erased record, without its body (`notErased`, see the top of the file). Returns the id when
+ * the fence held.
  */
 export function finish(
   state: 'COMPLETED' | 'TERMINAL_FAILURE',
@@ -64,7 +112,7 @@ export function finish(
 ): SQL {
   return sql`UPDATE ${idemRecords} AS r
     SET state = ${state}::text,
-      ${storedOutcome(response, clock)},
+      ${storedOutcome(response, clock, unlessErased(sql`${response.body}::text`))},
       lease_owner = NULL,
       lease_expires_at = NULL,
       updated_at = ${clock}
@@ -73,16 +121,24 @@ export function finish(
 }
 
 /**
- * Gives the key back for the next claim (a transient failure): RETRYABLE_FAILURE, no lease, and
- * the record may be deleted `DEFAULT_RETENTION_MS` later if no one claims it again. Returns the
- * id when the fence held.
+ * Gives the key back for the next claim (a transient failure): RETRYABLE_FAILURE, no lease. The
+ * steps and `irreversible_at` stay, so the next claim resumes without repeating a recorded
+ * external call; the record may be deleted the procedure's `retentionMs` after the release if no
+ * one claims it again. Retention, not the replay window: a released key has nothing to replay,
+ * and a retry resumes it for as long as the row is kept, which idem's server makes at least the
+ * replay window (`retentionMs >= replayWindowMs` is checked per procedure), measured from the
+ * release rather than from the first request. Returns the id when the fence held.
  */
-export function release(fence: Fence, clock: SQL): SQL {
+export function release(
+  fence: Fence,
+  windows: Pick<StoredResponse, 'retentionMs'>,
+  clock: SQL,
+): SQL {
   return sql`UPDATE ${idemRecords} AS r
     SET state = 'RETRYABLE_FAILURE',
       lease_owner = NULL,
       lease_expires_at = NULL,
-      purge_after = ${clock} + ${milliseconds(DEFAULT_RETENTION_MS)},
+      purge_after = ${clock} + ${milliseconds(windows.retentionMs)},
       updated_at = ${clock}
     WHERE ${stillOwned(fence)}
     RETURNING r.id::text AS id`;

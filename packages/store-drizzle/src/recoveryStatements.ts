@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_TAKEOVERS, type Fence, type ReconciliationReason } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { recordId } from './assertMilliseconds.js';
-import { stillOwned } from './completionStatements.js';
+import { stillOwned, unlessErased } from './completionStatements.js';
 import { milliseconds } from './databaseClock.js';
 import { recordProjection } from './recordProjection.js';
 import { idemRecords } from './schema.js';
@@ -119,6 +119,11 @@ export interface StepsUpdate {
  * Commits the owner's steps and recovery point and extends its lease to `leaseMs` from now.
  * `irreversible` stamps `irreversible_at` once (a later stamp keeps the first instant). Returns
  * the id when the fence held.
+ *
+ * On an erased record the steps are not written back (`notErased`; the timeline of an owner
+ * running through an erasure is in completionStatements.ts). The rest moves on as usual, so an
+ * intent still stamps `irreversible_at`: a record left with it and no steps is never re-run
+ * blind (the server hands it to an operator, reason `erased_after_call`).
  */
 export function saveSteps(fence: Fence, update: StepsUpdate, clock: SQL): SQL {
   const irreversibleAt =
@@ -137,7 +142,7 @@ export function saveSteps(fence: Fence, update: StepsUpdate, clock: SQL): SQL {
         ? sql`NULL`
         : sql`r.takeover_after`;
   return sql`UPDATE ${idemRecords} AS r
-    SET steps = ${update.steps}::text,
+    SET steps = ${unlessErased(sql`${update.steps}::text`)},
       recovery_point = ${update.recoveryPoint}::text,
       irreversible_at = ${irreversibleAt},
       lease_expires_at = ${leaseEnd},

@@ -76,6 +76,13 @@ export function storedResponse(overrides: Partial<StoredResponse> = {}): StoredR
   };
 }
 
+/** The windows a release takes: the procedure's retention (the contract's default unless given). */
+export function releaseWindows(
+  retentionMs = DEFAULT_RETENTION_MS,
+): Pick<StoredResponse, 'retentionMs'> {
+  return { retentionMs };
+}
+
 /**
  * The record of a `claimed` result; fails the test on any other kind. Typed as the
  * `RecoveryRecord` the store hands out (the tests check the recovery fields are there).

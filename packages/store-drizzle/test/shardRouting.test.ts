@@ -198,7 +198,7 @@ describe('shard routing: every request-path statement pins the scope or the reco
         store.fail(await claimed(input()), { status: 404, body: '{}', ...windows }),
       'release, then the retry takes the key over': async () => {
         const claim = input();
-        await store.release(await claimed(claim));
+        await store.release(await claimed(claim), windows);
         await claimed(claim);
       },
       'phases: saveSteps, extendLease, irreversible step': async () => {

@@ -9,7 +9,7 @@ import { emitExecuted } from './emitExecuted.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import { PhasedExecution } from './PhasedExecution.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
-import { storeResult } from './storeResult.js';
+import { storedOutput } from './storeResult.js';
 import { refuseWhenQueueFull } from '../workers/workerPool.js';
 
 /**
@@ -108,13 +108,19 @@ async function runClaimed(
     retentionMs: job.options.retentionMs,
   };
 
+  // An output the serializer cannot write: the work is done and its steps are recorded, but it
+  // can never be replayed. A 500 naming the fix, not a store outage that invites retries; the
+  // record stays under its lease, and a takeover resumes from its steps (to `maxTakeovers`, then
+  // an operator).
+  const body = result.ok ? storedOutput(job, result.data) : undefined;
+  if (body instanceof TRPCError) throw body;
+
   let written: boolean;
   let outcome: 'completed' | 'failed' | 'released' | 'unsettled';
   try {
     if (result.ok) {
       outcome = 'completed';
-      const body = storeResult(result.data, job.options.replay, job.runtime.serializer);
-      written = await store.complete(fence, { status: 200, body, ...windows });
+      written = await store.complete(fence, { status: 200, body: body!, ...windows });
     } else if (phased.unsettled) {
       // An external call may have happened: never release the key for a blind re-run.
       outcome = 'unsettled';
@@ -133,7 +139,8 @@ async function runClaimed(
         written = await store.fail(fence, { status: failure.status, body, ...windows });
       } else {
         outcome = 'released';
-        written = await store.release(fence);
+        // Kept the procedure's retention, so a retry within its windows resumes from the steps.
+        written = await store.release(fence, windows);
       }
     }
   } catch (error) {

@@ -39,7 +39,7 @@ async function staleOwnerLoses(env: TestEnv) {
   const stale = { id: first.record.id, version: first.record.version };
   expect(await env.store.complete(stale, response('"W"'))).toBe(false);
   expect(await env.store.fail(stale, response('"W failed"'))).toBe(false);
-  expect(await env.store.release(stale)).toBe(false);
+  expect(await env.store.release(stale, { retentionMs: 120_000 })).toBe(false);
 
   const owner = { id: second.record.id, version: second.record.version };
   expect(await later.complete(owner, response('"N"'))).toBe(true);

@@ -169,10 +169,14 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
     return this.#finish(fence, 'TERMINAL_FAILURE', response);
   }
 
-  async release(fence: Fence): Promise<boolean> {
+  async release(fence: Fence, windows: Pick<StoredResponse, 'retentionMs'>): Promise<boolean> {
     const row = this.#owned(fence);
     if (!row) return false;
-    Object.assign(row, { state: 'RETRYABLE_FAILURE', leaseOwner: null });
+    Object.assign(row, {
+      state: 'RETRYABLE_FAILURE',
+      leaseOwner: null,
+      purgeAfter: new Date(Date.now() + windows.retentionMs),
+    });
     return true;
   }
 
@@ -233,7 +237,11 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
   ): Promise<boolean> {
     const row = this.#owned(fence);
     if (!row) return false;
-    Object.assign(row, { steps: update.steps, recoveryPoint: update.recoveryPoint });
+    // An erased record's steps are not written back (as the real store does).
+    Object.assign(row, {
+      steps: row.erasedAt ? null : update.steps,
+      recoveryPoint: update.recoveryPoint,
+    });
     this.saved.push({
       steps: update.steps,
       recoveryPoint: update.recoveryPoint,
@@ -285,7 +293,7 @@ export class MemoryStore implements RecoveryStore<MemoryTx> {
     Object.assign(row, {
       state,
       responseStatus: response.status,
-      responseBody: response.body,
+      responseBody: row.erasedAt ? null : response.body,
       leaseOwner: null,
     });
     return true;

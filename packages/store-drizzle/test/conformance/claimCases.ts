@@ -5,6 +5,7 @@ import {
   claimInput,
   conformanceHelpers,
   existingRecord,
+  releaseWindows,
   stored,
   storedResponse,
   UNSORTED_UNICODE_BODY,
@@ -164,7 +165,7 @@ export function claimCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       expect(await store().complete(record, storedResponse({ body: '"first"' }))).toBe(true);
       expect(await store().complete(record, storedResponse({ body: '"second"' }))).toBe(false);
       expect(await store().fail(record, storedResponse({ body: '"third"' }))).toBe(false);
-      expect(await store().release(record)).toBe(false);
+      expect(await store().release(record, releaseWindows())).toBe(false);
       expect((await store().read(input))?.responseBody).toBe('"first"');
     });
 
@@ -182,23 +183,36 @@ export function claimCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       const fence = { id: record.id, version: record.version + offset };
       const written =
         write === 'release'
-          ? await store().release(fence)
+          ? await store().release(fence, releaseWindows())
           : await store()[write](fence, storedResponse());
       expect(written).toBe(false);
       expect(stored(await store().read(input))).toEqual(stored(before));
     });
 
+    it.each([[-1], [1.5], [Number.NaN]])(
+      'refuses to release with a retention of %s ms, writing nothing',
+      async (retentionMs) => {
+        const input = claimInput();
+        const record = claimedRecord(await store().claim(input));
+        const before = await store().read(input);
+        await expect(store().release(record, { retentionMs })).rejects.toBeInstanceOf(RangeError);
+        expect(stored(await store().read(input))).toEqual(stored(before));
+      },
+    );
+
     it('lets the next claim take over a released key: version 2, attempt 2, same operation id', async () => {
       const input = claimInput();
       const first = claimedRecord(await store().claim(input));
-      expect(await store().release(first)).toBe(true);
+      const week = 7 * 24 * 3600_000;
+      expect(await store().release(first, releaseWindows(week))).toBe(true);
       const released = await store().read(input);
       expect(released).toMatchObject({
         state: 'RETRYABLE_FAILURE',
         leaseOwner: null,
         leaseExpiresAt: null,
       });
-      expect(released!.purgeAfter!.getTime() - released!.updatedAt.getTime()).toBe(72 * 3600_000);
+      // Kept the retention it was released with (the procedure's), not a fixed one.
+      expect(released!.purgeAfter!.getTime() - released!.updatedAt.getTime()).toBe(week);
       const retry = claimedRecord(await store().claim({ ...input, owner: 'worker-b' }));
       expect(retry).toMatchObject({
         id: first.id,
@@ -217,7 +231,7 @@ export function claimCases<TTx>(target: () => ConformanceTarget<TTx>): void {
     it('does not hand a released key to a request with another fingerprint', async () => {
       const input = claimInput();
       const first = claimedRecord(await store().claim(input));
-      await store().release(first);
+      await store().release(first, releaseWindows());
       const other = existingRecord(await store().claim({ ...input, fingerprint: 'other' }));
       expect(other).toMatchObject({
         state: 'RETRYABLE_FAILURE',

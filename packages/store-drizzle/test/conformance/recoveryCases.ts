@@ -5,6 +5,7 @@ import {
   claimInput,
   conformanceHelpers,
   existingRecord,
+  releaseWindows,
   Rollback,
   stored,
   storedResponse,
@@ -45,7 +46,7 @@ export function recoveryCases<TTx>(target: () => ConformanceTarget<TTx>): void {
     it('a takeover keeps the input of the first claim: a retry never overwrites it', async () => {
       const input = claimInput({ input: 'first' });
       const first = claimedRecord(await store().claim(input));
-      await store().release(first);
+      await store().release(first, releaseWindows());
       const retry = claimedRecord(await store().claim({ ...input, input: 'second' }));
       expect(retry).toMatchObject({ takeover: true, version: 2, inputText: 'first' });
     });

@@ -7,6 +7,7 @@ import {
   claimInput,
   conformanceHelpers,
   existingRecord,
+  releaseWindows,
   Rollback,
   storedResponse,
   UNSORTED_UNICODE_BODY,
@@ -53,7 +54,7 @@ export function transactionCases<TTx>(target: () => ConformanceTarget<TTx>): voi
       const input = claimInput({ leaseMs: 5_000 });
       if (path !== 'fresh') {
         const first = claimedRecord(await store().claim(input));
-        if (path === 'takeover') await store().release(first);
+        if (path === 'takeover') await store().release(first, releaseWindows());
         if (path === 'superseded')
           await store().complete(first, storedResponse({ replayWindowMs: 1_000 }));
       }
@@ -83,7 +84,7 @@ export function transactionCases<TTx>(target: () => ConformanceTarget<TTx>): voi
       if (setup !== 'fresh') {
         const first = claimedRecord(await store().claim(input));
         if (setup === 'completed') await store().complete(first, storedResponse());
-        if (setup === 'released') await store().release(first);
+        if (setup === 'released') await store().release(first, releaseWindows());
         if (setup === 'unknown') await store().markUnsettled(first, 'OUTCOME_UNKNOWN');
         if (setup === 'windowClosed')
           await store().complete(first, storedResponse({ replayWindowMs: 1_000 }));

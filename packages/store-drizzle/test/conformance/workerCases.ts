@@ -5,12 +5,14 @@ import {
   claimedRecord,
   claimInput,
   conformanceHelpers,
+  releaseWindows,
   storedResponse,
   type ConformanceTarget,
 } from '../conformanceTarget.js';
 
 const HOUR = 3_600_000;
-const RELEASE_RETENTION_MS = 72 * HOUR;
+/** A procedure's retention longer than the contract's default (72 h), as a released key's. */
+const RELEASE_RETENTION_MS = 7 * 24 * HOUR;
 
 /** The background workers: the completer's takeover, the reaper, the stuck report. */
 export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
@@ -46,7 +48,7 @@ export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       const completed = await mine();
       await store().complete(completed, storedResponse());
       const released = await mine();
-      await store().release(released);
+      await store().release(released, releaseWindows());
       const pending = await mine();
       await force(pending.id, { state: 'PENDING' });
       const superseded = await mine();
@@ -132,7 +134,7 @@ export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       );
       const successor = claimedRecord(await laterStore(2_000).claim(supersededInput));
       const released = await claimed();
-      await store().release(released);
+      await store().release(released, releaseWindows(RELEASE_RETENTION_MS));
 
       // Never reapable, however old their cleanup time.
       const inProgress = await claimed({ leaseMs: 1_000 });
@@ -155,6 +157,34 @@ export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       await reapEverything();
       const keptIds = [...kept.map((r) => r.id), successor.id];
       expect(await surviving(keptIds)).toBe(keptIds.length);
+    });
+
+    it('keeps a released record for the retention it was released with: a retry past 72 h resumes from its steps', async () => {
+      const input = claimInput({ input: 'card=tok_1' });
+      const first = claimedRecord(await store().claim(input));
+      const leaseMs = 30_000;
+      const intent = { steps: '{"charge":"intent"}', recoveryPoint: 'charge', leaseMs };
+      await store().saveSteps(first, { ...intent, irreversible: true, callTimeLimitMs: 10_000 });
+      const done = { steps: '{"charge":"ch_1"}', recoveryPoint: 'charge', leaseMs };
+      await store().saveSteps(first, { ...done, callSettled: true });
+      expect(await store().release(first, releaseWindows(RELEASE_RETENTION_MS))).toBe(true);
+
+      // Past the contract's default retention, within the procedure's: the reaper keeps it.
+      const later = laterStore(73 * HOUR);
+      await later.reap({ limit: 10_000 });
+      expect(await surviving([first.id])).toBe(1);
+      // The retry takes the same record over: its recorded call is not made again.
+      const retry = claimedRecord(await later.claim({ ...input, owner: 'worker-b' }));
+      expect(retry).toMatchObject({
+        id: first.id,
+        operationId: first.operationId,
+        takeover: true,
+        version: 2,
+        steps: done.steps,
+        inputText: 'card=tok_1',
+        irreversibleAt: expect.any(Date),
+        purgeAfter: null,
+      });
     });
 
     it('deletes at most `limit` rows per call, the oldest cleanup time first', async () => {
@@ -192,7 +222,7 @@ export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       const completed = await claimed();
       await store().complete(completed, storedResponse());
       const released = await claimed();
-      await store().release(released);
+      await store().release(released, releaseWindows());
       return {
         stuck: [pending, unknown, reconcile, abandoned],
         fine: [recentlyExpired, live, completed, released],

@@ -1,2 +1,8 @@
 export { adminCommands, keyHashOf, viewRecord } from './adminCommands.js';
-export type { AdminCommands, AdminCommandsOptions, RecordView } from './adminCommands.js';
+export type {
+  AdminCommands,
+  AdminCommandsOptions,
+  AdminResolution,
+  RecordView,
+} from './adminCommands.js';
+export { AdminInputError, isAdminInputError } from './AdminInputError.js';

@@ -80,16 +80,39 @@ export interface AuditEntry {
   at: Date;
 }
 
-/** What an operator may set a record to, through the versioned state machine. */
-export interface Resolution {
-  state: 'COMPLETED' | 'TERMINAL_FAILURE' | 'RETRYABLE_FAILURE';
-  /** Required for COMPLETED and TERMINAL_FAILURE: the response replayed from now on. */
-  response?: StoredResponse;
-  /** Who resolved it (an operator's name or ticket), for the audit row. */
-  actor: string;
-  /** Why, for the audit row. */
-  note: string;
-}
+/**
+ * What an operator may set a record to, through the versioned state machine. Its windows are the
+ * procedure's own, given explicitly (there are no defaults): the store cannot know them, and a
+ * window shorter than the procedure's lets a late retry run the work again.
+ */
+export type Resolution =
+  | {
+      state: 'COMPLETED' | 'TERMINAL_FAILURE';
+      /**
+       * The response replayed from now on, with the procedure's `replayWindowMs` and
+       * `retentionMs`.
+       */
+      response: StoredResponse;
+      /** Who resolved it (an operator's name or ticket), for the audit row. */
+      actor: string;
+      /** Why, for the audit row. */
+      note: string;
+    }
+  | {
+      /** Releases the key: the next claim takes the record over and resumes from its steps. */
+      state: 'RETRYABLE_FAILURE';
+      /** A released key stores no response. */
+      response?: never;
+      /**
+       * Milliseconds the released record (with its steps: the recorded intents of external
+       * calls) is kept for the next retry: the procedure's `retentionMs`, as `release` takes it.
+       */
+      retentionMs: number;
+      /** Who resolved it (an operator's name or ticket), for the audit row. */
+      actor: string;
+      /** Why, for the audit row. */
+      note: string;
+    };
 
 /**
  * The store of phased work, background workers and operator tools. Every write that changes a
@@ -188,7 +211,9 @@ export interface RecoveryStore<TTx = unknown> extends IdempotencyStore<TTx> {
   /**
    * Operator resolution of an unsettled or stuck record, fenced by version: sets the state (and
    * response), bumps the version, drops the lease, and writes an audit row in the same
-   * transaction. False when the record changed since the operator read it.
+   * transaction. Keeps `takeoverAfter`: a key released while an external call may still be in
+   * flight is taken over by no claim before then. False when the record changed since the
+   * operator read it.
    */
   resolve(fence: Fence, resolution: Resolution): Promise<boolean>;
   /** The audit rows of a record, oldest first. */

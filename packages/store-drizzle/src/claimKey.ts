@@ -56,8 +56,11 @@ export async function claimKey(
       const leaseRanOut = row.state === 'IN_PROGRESS' && row.lease_expired && callSettled;
       const outcomeUnknown = row.state === 'OUTCOME_UNKNOWN';
       const replayWindowClosed = isReplayable(row.state) && row.replay_expired;
-      if (sameRequest && outcomeUnknown && !callSettled) {
-        // The last owner's call may still be in flight: a lookup now could miss it.
+      if (sameRequest && (outcomeUnknown || released) && !callSettled) {
+        // The last owner's call may still be in flight (an unknown outcome, or a key released,
+        // by its owner or an operator, after an intent): a lookup now could miss it. takeOver
+        // refuses it too; answering here spares its rounds, and an accepted procedure's 202 for
+        // work nobody runs.
         return { kind: 'busy' };
       }
       if (!lastRound && sameRequest && (released || leaseRanOut || outcomeUnknown)) {

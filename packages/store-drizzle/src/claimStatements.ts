@@ -18,10 +18,13 @@ import { idemRecords } from './schema.js';
  *   outcomeUnknown     state = 'OUTCOME_UNKNOWN': the new owner looks the external call up
  *                      (by operation_id) before anything else. NEEDS_RECONCILIATION is never
  *                      taken over by a claim: only an operator's `resolve` moves it on.
- *   callSettled        takeover_after IS NULL OR takeover_after <= clock: required by
+ *   callSettled        takeover_after IS NULL OR takeover_after <= clock: required by released,
  *                      leaseRanOut and outcomeUnknown, so a new owner never looks an external
  *                      call up while the old owner's call can still be in flight (the timeline
- *                      is in recoveryStatements.ts). The claim answers `busy` meanwhile.
+ *                      is in recoveryStatements.ts). A release keeps takeover_after, the owner's
+ *                      and an operator's alike (last timeline below). The claim answers
+ *                      `busy` (an unknown outcome, a released key: claimKey.ts) or `existing`
+ *                      (in progress) meanwhile: 409 in progress either way.
  *   takeoverCapped     takeovers >= maxTakeovers, for leaseRanOut and outcomeUnknown: the
  *                      takeover moves the record to NEEDS_RECONCILIATION instead (the same
  *                      statement, so the count cannot race), and the claim answers `existing`.
@@ -41,7 +44,7 @@ import { idemRecords } from './schema.js';
  * Two racers A and B, the same expired, released or unknown-outcome row read at version v (the
  * completer's `takeOverAbandoned` is a third racer on the same row lock, fenced the same way):
  *
- *   A: UPDATE ... WHERE unchangedSinceRead AND sameRequest
+ *   A: UPDATE ... WHERE unchangedSinceRead AND sameRequest AND callSettled
  *                   AND (released OR leaseRanOut OR outcomeUnknown)
  *                                               1 row: A owns the record at version v + 1
  *   B: the same UPDATE                          waits on A's row lock if A has not committed,
@@ -55,6 +58,19 @@ import { idemRecords } from './schema.js';
  *   B: the same UPDATE                                                            0 rows
  *   A and B: INSERT ... ON CONFLICT DO NOTHING  the unique index arbitrates as for a fresh key:
  *                                               one claims, the other is answered `existing`.
+ *
+ * A retry N of a key released while an external call of the last owner W may be in flight (W's
+ * intent set takeover_after = t + 2T + L, recoveryStatements.ts; the release is W's own after a
+ * failure it classed transient, or an operator's `resolve`, operatorStatements.ts):
+ *
+ *   W: saveSteps(v, intent); calls
+ *   W or an operator: release          RETRYABLE_FAILURE, no lease, takeover_after kept
+ *   N: UPDATE ... WHERE released AND callSettled, before t + 2T + L
+ *                                      0 rows: nothing taken, N is answered 409 in progress.
+ *                                      Were callSettled not required, N would own the record at
+ *                                      once, look W's call up ("not found": it has not landed
+ *                                      yet) and call again.
+ *   N: the same UPDATE after t + 2T + L   1 row: W's call is over, N's lookup sees it
  */
 
 /** The live-key condition of the unique index, for rows read through `alias`. */
@@ -157,11 +173,13 @@ export interface ReadRow {
 
 /**
  * Takes over a released key, an expired lease or an unknown outcome for the same request (second
- * timeline above): a new owner and lease, `version` and `attempts` bumped (and `takeovers`, but
- * for a released key). The stored input, steps and `irreversible_at` stay: the new owner resumes
- * from them. A cleanup time left by an earlier release is cleared (the record is in progress
- * again). Past the cap the record goes to NEEDS_RECONCILIATION instead (`takeoverCapped`).
- * Returns the record, or no record when another claimer got there first.
+ * timeline above), in each case only once no external call of the record can be in flight
+ * (`callSettled`; last timeline above): a new owner and lease, `version` and `attempts` bumped
+ * (and `takeovers`, but for a released key). The stored input, steps and `irreversible_at` stay:
+ * the new owner resumes from them. A cleanup time left by an earlier release is cleared (the
+ * record is in progress again). Past the cap the record goes to NEEDS_RECONCILIATION instead
+ * (`takeoverCapped`). Returns the record, or no record when another claimer got there first or
+ * the call may still be in flight.
  */
 export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
   return withLockTimeout(
@@ -180,15 +198,11 @@ export function takeOver(row: ReadRow, input: ClaimInput, clock: SQL): SQL {
         AND r.version = ${row.version}::integer
         AND r.superseded_at IS NULL
         AND r.fingerprint = ${input.fingerprint}::text
+        AND ${callSettled('r', clock)}
         AND (
           r.state = 'RETRYABLE_FAILURE'
-          OR (
-            ${callSettled('r', clock)}
-            AND (
-              (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= ${clock})
-              OR r.state = 'OUTCOME_UNKNOWN'
-            )
-          )
+          OR (r.state = 'IN_PROGRESS' AND r.lease_expires_at <= ${clock})
+          OR r.state = 'OUTCOME_UNKNOWN'
         )
       RETURNING r.*`,
     sql`SELECT ${recordProjection('w', clock)} FROM w`,

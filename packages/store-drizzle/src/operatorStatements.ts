@@ -1,11 +1,6 @@
-import {
-  DEFAULT_RETENTION_MS,
-  type Fence,
-  type Resolution,
-  type StoredResponse,
-} from '@idem/contract';
+import type { Fence, Resolution, StoredResponse } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { assertWindows, recordId } from './assertMilliseconds.js';
+import { assertMilliseconds, assertWindows, recordId } from './assertMilliseconds.js';
 import { storedOutcome } from './completionStatements.js';
 import { milliseconds } from './databaseClock.js';
 import { recordProjection } from './recordProjection.js';
@@ -33,6 +28,22 @@ import { idemAudit, idemRecords } from './schema.js';
  *   or, C first:
  *   C: UPDATE ... version v + 1, TERMINAL_FAILURE; COMMIT
  *   W: saveSteps(v, irreversible)  re-checks against C's row: 0 rows. W stops before the call.
+ *
+ * Resolve keeps `takeover_after` (set by the intent before an external call, see
+ * recoveryStatements.ts) whatever it resolves to. An operator O releases the key
+ * (RETRYABLE_FAILURE) while the owner W's call is in flight, and a retry N of the same request
+ * arrives:
+ *
+ *   W: saveSteps(v, intent)        lease to t + T + L, takeover_after t + 2T + L; W calls
+ *   O: resolve(v, RETRYABLE_FAILURE)   version v + 1, no lease, takeover_after kept
+ *   N: claim before t + 2T + L     the released row is not callSettled: no takeover (see
+ *                                  claimStatements.ts), N is answered 409 in progress. Were
+ *                                  takeover_after cleared, N would take over, look W's call up
+ *                                  ("not found": it has not landed yet) and call again: a
+ *                                  double charge.
+ *   W: saveSteps(v, done)          0 rows (version v + 1): W's result is discarded
+ *   N: claim after t + 2T + L      W's call is over: N takes over, resumes at the intent, and its
+ *                                  lookup finds W's call if it happened
  */
 
 const RESOLVABLE = sql.raw(
@@ -79,7 +90,9 @@ export function cancel(fence: Fence, response: StoredResponse, clock: SQL): SQL 
 /**
  * Throws a TypeError for a resolution the state machine does not admit: a state other than
  * COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE; no response to COMPLETED or TERMINAL_FAILURE;
- * a response to RETRYABLE_FAILURE (a released key stores none); no actor.
+ * a response, or no `retentionMs`, to RETRYABLE_FAILURE (a released key stores no response, and
+ * is kept for the procedure's retention); no actor. A RangeError for windows that are not whole
+ * milliseconds from 0.
  */
 export function assertResolution(resolution: Resolution): void {
   const { state, response, actor } = resolution;
@@ -90,6 +103,14 @@ export function assertResolution(resolution: Resolution): void {
   }
   if (state === 'RETRYABLE_FAILURE' && response !== undefined) {
     throw new TypeError('a RETRYABLE_FAILURE resolution releases the key and stores no response');
+  }
+  if (state === 'RETRYABLE_FAILURE') {
+    if (resolution.retentionMs === undefined) {
+      throw new TypeError(
+        "a RETRYABLE_FAILURE resolution needs retentionMs: how long the released record and its steps are kept for the next retry (the procedure's retentionMs)",
+      );
+    }
+    assertMilliseconds('retentionMs', resolution.retentionMs, 0);
   }
   if (state !== 'RETRYABLE_FAILURE' && response === undefined) {
     throw new TypeError(`a ${state} resolution needs the response to replay from now on`);
@@ -102,12 +123,13 @@ export function assertResolution(resolution: Resolution): void {
  * Resolves an unchanged, resolvable record and writes its audit row, in one statement (so in one
  * transaction): both happen, or neither. COMPLETED and TERMINAL_FAILURE store `response` as
  * `complete` and `fail` do; RETRYABLE_FAILURE releases the key as `release` does (the next claim
- * runs again; cleanup `DEFAULT_RETENTION_MS` later). Returns one row: `n`, 1 when resolved.
+ * runs again; cleanup `retentionMs` later). `takeover_after` stays (the timeline at the top of
+ * the file). Returns one row: `n`, 1 when resolved.
  */
 export function resolve(fence: Fence, resolution: Resolution, clock: SQL): SQL {
   const outcome =
-    resolution.response === undefined
-      ? sql`purge_after = ${clock} + ${milliseconds(DEFAULT_RETENTION_MS)}`
+    resolution.state === 'RETRYABLE_FAILURE'
+      ? sql`purge_after = ${clock} + ${milliseconds(resolution.retentionMs)}`
       : storedOutcome(resolution.response, clock);
   return sql`WITH target AS MATERIALIZED (
       SELECT t.id, t.state, t.version
@@ -123,7 +145,6 @@ export function resolve(fence: Fence, resolution: Resolution, clock: SQL): SQL {
         version = r.version + 1,
         lease_owner = NULL,
         lease_expires_at = NULL,
-        takeover_after = NULL,
         takeovers = 0,
         reconcile_reason = NULL,
         ${outcome},

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClaimInput, RecordState, Resolution } from '@idem/contract';
+import type { ClaimInput, RecordState, Resolution, StoredResponse } from '@idem/contract';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import {
@@ -7,6 +7,7 @@ import {
   claimInput,
   conformanceHelpers,
   existingRecord,
+  releaseWindows,
   stored,
   storedResponse,
   type ConformanceTarget,
@@ -24,12 +25,20 @@ export function operatorCases<TTx>(target: () => ConformanceTarget<TTx>): void {
     replayWindowMs: 60_000,
     retentionMs: 120_000,
   });
-  const resolution = (overrides: Partial<Resolution> = {}): Resolution => ({
+  type Settling = Extract<Resolution, { response: StoredResponse }>;
+  const resolution = (overrides: Partial<Settling> = {}): Settling => ({
     state: 'COMPLETED',
     response: confirmed,
     actor: 'ops:alice',
     note: 'charge ch_1 confirmed in the processor dashboard',
     ...overrides,
+  });
+  /** A release kept 5 hours: the procedure's retention, not the contract's default. */
+  const releasing = (retentionMs = 5 * HOUR): Resolution => ({
+    state: 'RETRYABLE_FAILURE',
+    retentionMs,
+    actor: 'ops:alice',
+    note: 'the processor confirms nothing happened',
   });
 
   describe('findByOperationId', () => {
@@ -107,7 +116,7 @@ export function operatorCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       if (from === 'OUTCOME_UNKNOWN' || from === 'NEEDS_RECONCILIATION') {
         await store().markUnsettled(record, from);
       }
-      if (from === 'RETRYABLE_FAILURE') await store().release(record);
+      if (from === 'RETRYABLE_FAILURE') await store().release(record, releaseWindows());
       const response = storedResponse({ status: 400, body: '{"code":"DECLINED"}' });
       const failed = resolution({ state: 'TERMINAL_FAILURE', response });
       expect(await store().resolve(record, failed)).toBe(true);
@@ -121,12 +130,11 @@ export function operatorCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       expect(await store().complete(record, storedResponse())).toBe(false);
     });
 
-    it('resolves to RETRYABLE_FAILURE: the key is released and the next claim runs again', async () => {
+    it('resolves to RETRYABLE_FAILURE: the key is released, kept for the retention given, and the next claim runs again', async () => {
       const input = claimInput();
       const record = claimedRecord(await store().claim(input));
       await store().markUnsettled(record, 'OUTCOME_UNKNOWN');
-      const release = resolution({ state: 'RETRYABLE_FAILURE', response: undefined });
-      expect(await store().resolve(record, release)).toBe(true);
+      expect(await store().resolve(record, releasing(5 * HOUR))).toBe(true);
       const released = await store().readRecovery(input);
       expect(released).toMatchObject({
         state: 'RETRYABLE_FAILURE',
@@ -135,7 +143,7 @@ export function operatorCases<TTx>(target: () => ConformanceTarget<TTx>): void {
         completedAt: null,
         leaseOwner: null,
       });
-      expect(released!.purgeAfter!.getTime() - released!.updatedAt.getTime()).toBe(72 * HOUR);
+      expect(released!.purgeAfter!.getTime() - released!.updatedAt.getTime()).toBe(5 * HOUR);
       const retry = claimedRecord(await store().claim({ ...input, owner: 'worker-b' }));
       expect(retry).toMatchObject({ takeover: true, version: 3, attempts: 2, purgeAfter: null });
     });
@@ -161,24 +169,48 @@ export function operatorCases<TTx>(target: () => ConformanceTarget<TTx>): void {
     it.each([
       ['COMPLETED without a response', { response: undefined }],
       ['TERMINAL_FAILURE without a response', { state: 'TERMINAL_FAILURE', response: undefined }],
-      ['RETRYABLE_FAILURE with a response', { state: 'RETRYABLE_FAILURE' }],
+      ['RETRYABLE_FAILURE with a response', { state: 'RETRYABLE_FAILURE', retentionMs: HOUR }],
+      [
+        'RETRYABLE_FAILURE without a retention',
+        { state: 'RETRYABLE_FAILURE', response: undefined },
+      ],
       ['no actor', { actor: ' ' }],
       ['another state', { state: 'IN_PROGRESS' }],
     ] as const)('refuses a resolution to %s before writing', async (_name, overrides) => {
       const input = claimInput();
       const record = claimedRecord(await store().claim(input));
       await store().markUnsettled(record, 'NEEDS_RECONCILIATION');
-      const wrong = resolution(overrides as Partial<Resolution>);
+      // Shapes the type refuses, as a caller without types (or with a cast) could send them.
+      const wrong = { ...resolution(), ...overrides } as unknown as Resolution;
       await expect(store().resolve(record, wrong)).rejects.toBeInstanceOf(TypeError);
       expect(await store().read(input)).toMatchObject({ state: 'NEEDS_RECONCILIATION' });
       expect(await store().listAudit(record.id)).toEqual([]);
     });
 
+    it('a resolution without the windows its state needs does not compile', () => {
+      // @ts-expect-error RETRYABLE_FAILURE without retentionMs: there is no default
+      const release: Resolution = { state: 'RETRYABLE_FAILURE', actor: 'ops', note: 'n' };
+      // @ts-expect-error COMPLETED without a response (which carries its windows)
+      const completed: Resolution = { state: 'COMPLETED', actor: 'ops', note: 'n' };
+      expect([release, completed]).toHaveLength(2);
+    });
+
+    it.each([[-1], [1.5], [Number.NaN]])(
+      'refuses a release kept %s milliseconds before writing',
+      async (retentionMs) => {
+        const record = await claimed();
+        await store().markUnsettled(record, 'OUTCOME_UNKNOWN');
+        await expect(store().resolve(record, releasing(retentionMs))).rejects.toBeInstanceOf(
+          RangeError,
+        );
+        expect(await store().listAudit(record.id)).toEqual([]);
+      },
+    );
+
     it('lists audit rows oldest first, and keeps them after the record is deleted', async () => {
       const record = await claimed();
       await store().markUnsettled(record, 'OUTCOME_UNKNOWN');
-      const release = resolution({ state: 'RETRYABLE_FAILURE', response: undefined });
-      expect(await store().resolve(record, release)).toBe(true);
+      expect(await store().resolve(record, releasing())).toBe(true);
       expect(await store().resolve({ ...record, version: 2 }, resolution())).toBe(true);
       await target().rows(sql`DELETE FROM idem_records WHERE id = ${record.id}::bigint`);
       const audit = await store().listAudit(record.id);
@@ -248,11 +280,85 @@ export function operatorCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       expect(await store().eraseScope(`acct_${randomUUID()}:live`)).toBe(0);
     });
 
-    it('erases a record again when it was written to after an erasure', async () => {
+    it.each([
+      ['complete', 'COMPLETED', 200],
+      ['fail', 'TERMINAL_FAILURE', 400],
+    ] as const)(
+      'an owner running through an erasure settles the record (%s) but writes no data back',
+      async (write, state, status) => {
+        const scope = `acct_${randomUUID()}:live`;
+        const input = claimInput({ scope, input: 'card=tok_1' });
+        const record = claimedRecord(await store().claim(input));
+        expect(await store().eraseScope(scope)).toBe(1);
+        const erasedAt = (await store().readRecovery(input))!.erasedAt;
+        const charge = { steps: '{"charge":"ch_1"}', recoveryPoint: 'charge', leaseMs: 30_000 };
+        expect(await store().saveSteps(record, charge)).toBe(true);
+        expect(await store().readRecovery(input)).toMatchObject({
+          state: 'IN_PROGRESS',
+          version: 1,
+          recoveryPoint: 'charge',
+          steps: null,
+          inputText: null,
+          erasedAt,
+        });
+        const response = storedResponse({ status, body: '{"order":"ord_2"}' });
+        expect(await store()[write](record, response)).toBe(true);
+        const settled = await store().findByOperationId(record.operationId);
+        expect(settled).toMatchObject({
+          state,
+          version: 1,
+          leaseOwner: null,
+          responseStatus: status,
+          responseBody: null,
+          steps: null,
+          inputText: null,
+          erasedAt,
+        });
+        expect(settled!.replayExpiresAt).toBeInstanceOf(Date);
+        // A late retry is answered from the record, with nothing to replay; nothing to erase.
+        expect(existingRecord(await store().claim(input))).toMatchObject({
+          state,
+          responseBody: null,
+        });
+        expect(await store().eraseScope(scope)).toBe(0);
+      },
+    );
+
+    it('a released record whose owner began a call after the erasure keeps the intent, not the steps', async () => {
+      const scope = `acct_${randomUUID()}:live`;
+      const input = claimInput({ scope, input: 'card=tok_1' });
+      const record = claimedRecord(await store().claim(input));
+      expect(await store().eraseScope(scope)).toBe(1);
+      const step = { recoveryPoint: 'charge', leaseMs: 30_000 };
+      const intent = { ...step, steps: '{"charge":"intent"}', irreversible: true };
+      expect(await store().saveSteps(record, { ...intent, callTimeLimitMs: 10_000 })).toBe(true);
+      const done = { ...step, steps: '{"charge":"ch_1"}', callSettled: true };
+      expect(await store().saveSteps(record, done)).toBe(true);
+      expect(await store().release(record, releaseWindows())).toBe(true);
+      // What the retry sees: a call began (irreversibleAt) and no record of it (the server hands
+      // such a record to an operator, reason erased_after_call, rather than call again).
+      expect(claimedRecord(await store().claim(input))).toMatchObject({
+        takeover: true,
+        version: 2,
+        steps: null,
+        inputText: null,
+        irreversibleAt: expect.any(Date),
+        erasedAt: expect.any(Date),
+      });
+    });
+
+    it("erases again what an operator's resolve stored after an erasure", async () => {
       const scope = `acct_${randomUUID()}:live`;
       const record = await claimed({ scope, input: 'card=tok_1' });
+      await store().markUnsettled(record, 'NEEDS_RECONCILIATION');
       expect(await store().eraseScope(scope)).toBe(1);
-      await store().complete(record, storedResponse({ body: '{"order":"ord_2"}' }));
+      expect(await store().resolve(record, resolution())).toBe(true);
+      // The operator's answer, given with the record in view, is stored...
+      expect(await store().findByOperationId(record.operationId)).toMatchObject({
+        state: 'COMPLETED',
+        responseBody: confirmed.body,
+      });
+      // ... and the next erasure clears it.
       expect(await store().eraseScope(scope)).toBe(1);
       expect(await store().findByOperationId(record.operationId)).toMatchObject({
         state: 'COMPLETED',

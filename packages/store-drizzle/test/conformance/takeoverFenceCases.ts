@@ -6,6 +6,8 @@ import {
   claimInput,
   conformanceHelpers,
   existingRecord,
+  releaseWindows,
+  stored,
   storedResponse,
   type ConformanceTarget,
 } from '../conformanceTarget.js';
@@ -90,6 +92,51 @@ export function takeoverFenceCases<TTx>(target: () => ConformanceTarget<TTx>): v
       expect(taken).toMatchObject({ id: worker.id, state: 'IN_PROGRESS', takeovers: 1 });
     });
 
+    it("an operator's release keeps takeover_after: no claim takes the key over while the owner's call may be in flight", async () => {
+      const input = claimInput({ leaseMs: LEASE });
+      const worker = claimedRecord(await store().claim(input));
+      expect(await intent(worker)).toBe(true);
+      const { takeoverAfter } = (await store().findByOperationId(worker.operationId))!;
+      const release = {
+        state: 'RETRYABLE_FAILURE',
+        ...releaseWindows(),
+        actor: 'ops',
+        note: 'released by hand right after the intent',
+      } as const;
+      expect(await store().resolve(worker, release)).toBe(true);
+      const released = (await store().readRecovery(input))!;
+      expect(released).toMatchObject({ state: 'RETRYABLE_FAILURE', version: 2, takeoverAfter });
+      // At once, and past the intent's lease: the worker's call may still be in flight, and a new
+      // owner's lookup would miss it and call again.
+      for (const at of [store(), laterStore(INTENT_LEASE + 1_000)]) {
+        expect(await at.claim(input)).toEqual({ kind: 'busy' });
+      }
+      expect(stored(await store().readRecovery(input))).toEqual(stored(released));
+      // The call has landed or been aborted: the retry resumes at the intent (and looks it up).
+      const retry = claimedRecord(await laterStore(SETTLED + 1_000).claim(input));
+      expect(retry).toMatchObject({
+        version: 3,
+        takeover: true,
+        takeovers: 0,
+        recoveryPoint: 'charge:intent',
+        steps: '{"charge":{"status":"intent"}}',
+      });
+    });
+
+    it('no claim takes over a released key before takeover_after, whoever released it', async () => {
+      const input = claimInput({ leaseMs: LEASE });
+      const worker = claimedRecord(await store().claim(input));
+      expect(await intent(worker)).toBe(true);
+      // The owner's own release after an intent keeps takeover_after.
+      expect(await store().release(worker, releaseWindows())).toBe(true);
+      const released = (await store().readRecovery(input))!;
+      expect(released.takeoverAfter).not.toBeNull();
+      expect(await store().claim(input)).toEqual({ kind: 'busy' });
+      expect(stored(await store().readRecovery(input))).toEqual(stored(released));
+      const retry = claimedRecord(await laterStore(SETTLED + 1_000).claim(input));
+      expect(retry).toMatchObject({ version: 2, takeover: true, recoveryPoint: 'charge:intent' });
+    });
+
     it('recording the result clears takeover_after: the record is abandoned at its lease end again', async () => {
       const procedure = `payments.${randomUUID()}`;
       const worker = await claim({ procedure, input: 'i' });
@@ -148,7 +195,7 @@ export function takeoverFenceCases<TTx>(target: () => ConformanceTarget<TTx>): v
       const procedure = `payments.${randomUUID()}`;
       const input = claimInput({ leaseMs: LEASE, procedure, input: 'i', maxTakeovers: 1 });
       const first = claimedRecord(await store().claim(input));
-      expect(await store().release(first)).toBe(true);
+      expect(await store().release(first, releaseWindows())).toBe(true);
       const reclaimed = claimedRecord(await store().claim(input));
       expect(reclaimed.takeovers).toBe(0);
       const options = {
@@ -180,6 +227,7 @@ export function takeoverFenceCases<TTx>(target: () => ConformanceTarget<TTx>): v
       expect(
         await store().resolve(fenceOf(read), {
           state: 'RETRYABLE_FAILURE',
+          ...releaseWindows(),
           actor: 'ops',
           note: 'retry it',
         }),

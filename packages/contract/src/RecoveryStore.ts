@@ -46,6 +46,11 @@ export const RECONCILIATION_REASONS = {
   takeover_limit: 'taken over more often than maxTakeovers allows',
   /** The record's data was erased after an external call began: a re-run would be blind. */
   erased_after_call: 'erased after an external call began',
+  /**
+   * The record's step results were erased after a step (a `phase`) committed, and no external
+   * call had begun: a re-run would repeat the step's committed writes.
+   */
+  erased_after_step: 'erased after a step of its work committed',
   /** The completer found no stored input to resume the work with. */
   input_missing: 'no stored input to resume with',
 } as const;

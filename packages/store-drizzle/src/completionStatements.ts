@@ -121,6 +121,17 @@ export function finish(
 }
 
 /**
+ * The cleanup time of a released key (aliased `r`): `retentionMs` from now, and never before its
+ * `takeover_after`. A release keeps takeover_after (claimStatements.ts): the last owner's call may
+ * be in flight until then. Reaped before it, the row and its recorded intent would be gone, and a
+ * retry would insert a fresh record, with a new operation id nobody can look up, and call again.
+ * (`greatest` ignores a NULL takeover_after.)
+ */
+export function releasedPurgeAfter(retentionMs: number, clock: SQL): SQL {
+  return sql`purge_after = greatest(${clock} + ${milliseconds(retentionMs)}, r.takeover_after)`;
+}
+
+/**
  * Gives the key back for the next claim (a transient failure): RETRYABLE_FAILURE, no lease. The
  * steps and `irreversible_at` stay, so the next claim resumes without repeating a recorded
  * external call; the record may be deleted the procedure's `retentionMs` after the release if no
@@ -138,7 +149,7 @@ export function release(
     SET state = 'RETRYABLE_FAILURE',
       lease_owner = NULL,
       lease_expires_at = NULL,
-      purge_after = ${clock} + ${milliseconds(windows.retentionMs)},
+      ${releasedPurgeAfter(windows.retentionMs, clock)},
       updated_at = ${clock}
     WHERE ${stillOwned(fence)}
     RETURNING r.id::text AS id`;

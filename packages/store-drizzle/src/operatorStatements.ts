@@ -1,8 +1,7 @@
 import type { Fence, Resolution, StoredResponse } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
 import { assertMilliseconds, assertWindows, recordId } from './assertMilliseconds.js';
-import { storedOutcome } from './completionStatements.js';
-import { milliseconds } from './databaseClock.js';
+import { releasedPurgeAfter, storedOutcome } from './completionStatements.js';
 import { recordProjection } from './recordProjection.js';
 import { idemAudit, idemRecords } from './schema.js';
 
@@ -129,7 +128,7 @@ export function assertResolution(resolution: Resolution): void {
 export function resolve(fence: Fence, resolution: Resolution, clock: SQL): SQL {
   const outcome =
     resolution.state === 'RETRYABLE_FAILURE'
-      ? sql`purge_after = ${clock} + ${milliseconds(resolution.retentionMs)}`
+      ? releasedPurgeAfter(resolution.retentionMs, clock)
       : storedOutcome(resolution.response, clock);
   return sql`WITH target AS MATERIALIZED (
       SELECT t.id, t.state, t.version

@@ -122,8 +122,9 @@ export interface StepsUpdate {
  *
  * On an erased record the steps are not written back (`notErased`; the timeline of an owner
  * running through an erasure is in completionStatements.ts). The rest moves on as usual, so an
- * intent still stamps `irreversible_at`: a record left with it and no steps is never re-run
- * blind (the server hands it to an operator, reason `erased_after_call`).
+ * intent still stamps `irreversible_at`, and every step its recovery point: a record left with
+ * either and no steps is never re-run blind (the server hands it to an operator, reason
+ * `erased_after_call` or `erased_after_step`).
  */
 export function saveSteps(fence: Fence, update: StepsUpdate, clock: SQL): SQL {
   const irreversibleAt =

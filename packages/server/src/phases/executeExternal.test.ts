@@ -118,6 +118,28 @@ describe('executeExternal (in-memory store)', () => {
     expect(events.map((e) => e.type)).not.toContain('executed');
   });
 
+  it('erased after a phase committed, before any external call: handed to an operator, the phase never re-run', async () => {
+    const store = new MemoryStore();
+    const { job, events } = externalJob(store, () => Promise.reject(new Error('re-ran blind')));
+    const erased = store.record(job.claim, {
+      state: 'RETRYABLE_FAILURE',
+      recoveryPoint: 'order',
+      irreversibleAt: null,
+      erasedAt: new Date(),
+      steps: null,
+    });
+    store.seed(erased);
+    const cause = await causeOf(executeExternal(job));
+    expect(cause).toMatchObject({
+      reason: 'IDEMPOTENCY_OUTCOME_UNKNOWN',
+      operationId: erased.operationId,
+    });
+    expect(rowsOf(store)).toMatchObject([
+      { state: 'NEEDS_RECONCILIATION', reconcileReason: 'erased_after_step' },
+    ]);
+    expect(events.map((e) => e.type)).not.toContain('executed');
+  });
+
   it('a deterministic 4xx: the failure is stored and answered as every replay will be', async () => {
     const store = new MemoryStore();
     const { job, events } = externalJob(store, failing('BAD_REQUEST'));

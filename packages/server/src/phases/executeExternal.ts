@@ -56,17 +56,20 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     // Queued: a worker of the pool runs it (workerPool.ts).
     if (record.state === 'PENDING') return acceptedResponse(job, record.operationId, 'PENDING');
   }
-  if (record.erasedAt && record.irreversibleAt && record.steps === null) {
-    // The user's data was erased while an external call may already have happened: its recorded
-    // intent is gone, so nothing can tell a re-run from a duplicate. Never re-run blind.
+  if (record.erasedAt && record.steps === null && (record.irreversibleAt || record.recoveryPoint)) {
+    // The user's data was erased after the work got somewhere: an external call may already have
+    // happened, or a phase committed its writes, and the steps that would let a re-run skip them
+    // are gone (an erasure clears them, and an owner running through it writes none back). A
+    // re-run would repeat them blind; an operator decides instead.
+    const reason = record.irreversibleAt ? 'erased_after_call' : 'erased_after_step';
     const fence = { id: record.id, version: record.version };
-    if (await store.markUnsettled(fence, 'NEEDS_RECONCILIATION', 'erased_after_call')) {
-      job.runtime.telemetry.reconciliation('erased_after_call', job.claim.procedure);
+    if (await store.markUnsettled(fence, 'NEEDS_RECONCILIATION', reason)) {
+      job.runtime.telemetry.reconciliation(reason, job.claim.procedure);
     }
     throw reject(
       job,
       'IDEMPOTENCY_OUTCOME_UNKNOWN',
-      'this operation was erased after an external call began; an operator must reconcile it',
+      `this operation was erased after ${record.irreversibleAt ? 'an external call began' : 'a step of it committed'}; an operator must reconcile it`,
       { operationId: record.operationId },
     );
   }

@@ -15,7 +15,7 @@ export const SERVER_METRICS = {
   unknownOutcomes: 'idem.server.unknown_outcomes',
   /**
    * Records moved to NEEDS_RECONCILIATION, by `idem.reconcile_reason` (`takeover_limit`: the
-   * poison cap; `no_lookup`; `erased_after_call`; `input_missing`).
+   * poison cap; `no_lookup`; `erased_after_call`; `erased_after_step`; `input_missing`).
    */
   reconciliations: 'idem.server.reconciliations',
   /** Key store failures answered 503. */

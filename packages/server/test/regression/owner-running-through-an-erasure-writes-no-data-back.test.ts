@@ -29,6 +29,8 @@ interface Remote {
   beforeCall: Promise<void>;
   /** After the call, fail transiently (the key is released) instead of completing. */
   failAfterCall: boolean;
+  /** Instead of the call, one phase (a committed step with no external call), counted here. */
+  phaseOnly?: { runs: number };
 }
 
 function chargeRouter(store: RecoveryStore<any>, remote: Remote) {
@@ -44,6 +46,11 @@ function chargeRouter(store: RecoveryStore<any>, remote: Remote) {
       .concat(idem.procedure({ mode: 'external' }))
       .mutation(async ({ ctx, input }) => {
         await remote.beforeCall;
+        if (remote.phaseOnly) {
+          const phases = remote.phaseOnly;
+          await ctx.idem.phase('reserve', async () => ++phases.runs);
+          throw new TRPCError({ code: 'SERVICE_UNAVAILABLE', message: 'try again' });
+        }
         const charge = await ctx.idem.external('charge', {
           call: async (operationId: string) => {
             remote.calls.push(operationId);
@@ -71,9 +78,18 @@ async function recordOf(env: TestEnv) {
 }
 
 /** Starts a charge, erases the scope while it waits before its call, then lets it go on. */
-async function chargeThroughErasure(env: TestEnv, failAfterCall: boolean) {
+async function chargeThroughErasure(
+  env: TestEnv,
+  failAfterCall: boolean,
+  phaseOnly?: { runs: number },
+) {
   const gate = new Gate();
-  const remote: Remote = { calls: [], beforeCall: gate.opened, failAfterCall };
+  const remote: Remote = {
+    calls: [],
+    beforeCall: gate.opened,
+    failAfterCall,
+    ...(phaseOnly ? { phaseOnly } : {}),
+  };
   await using server = await serve(chargeRouter(env.store, remote));
   const call = () => post(server.url, 'charge', { card: 'tok_visa' }, { key: 'k-erase', account });
   const running = call();
@@ -121,7 +137,36 @@ async function releasedThenRetried(env: TestEnv) {
   expect(remote.calls).toHaveLength(1);
 }
 
+async function phaseReleasedThenRetried(env: TestEnv) {
+  const phases = { runs: 0 };
+  const { first, retry } = await chargeThroughErasure(env, false, phases);
+  expect(first.status).toBe(503);
+  // The phase committed after the erasure and its step was not kept: a re-run would repeat it.
+  expect(retry.status).toBe(409);
+  expect(retry.json.error.data.idem.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
+  expect(await recordOf(env)).toMatchObject({
+    state: 'NEEDS_RECONCILIATION',
+    reconcile_reason: 'erased_after_step',
+    steps: null,
+    erased: true,
+  });
+  expect(phases.runs).toBe(1);
+}
+
 describe('an owner running through an erasure of its scope', () => {
+  it('PGlite: released after a phase, the retry goes to an operator, never repeats the phase', async () => {
+    await using env = await pgliteEnv();
+    await phaseReleasedThenRetried(env);
+  });
+
+  it.skipIf(!available)(
+    'PostgreSQL: released after a phase, the retry goes to an operator, never repeats the phase',
+    async () => {
+      await using env = await postgresEnv();
+      await phaseReleasedThenRetried(env);
+    },
+  );
+
   it('PGlite: completes, stores nothing of the user; a retry is answered replay unavailable', async () => {
     await using env = await pgliteEnv();
     await completedThenReplayed(env);

@@ -25,7 +25,7 @@ const SETTLED = INTENT_LEASE + CALL;
  * call, `takeover_after`, and the poison cap. Database time is moved with shifted stores.
  */
 export function takeoverFenceCases<TTx>(target: () => ConformanceTarget<TTx>): void {
-  const { store, laterStore } = conformanceHelpers(target);
+  const { store, laterStore, surviving } = conformanceHelpers(target);
   const claim = async (overrides: Partial<ClaimInput> = {}) =>
     claimedRecord(await store().claim(claimInput({ leaseMs: LEASE, ...overrides })));
   const intent = (fence: Fence, at = store()) =>
@@ -135,6 +135,29 @@ export function takeoverFenceCases<TTx>(target: () => ConformanceTarget<TTx>): v
       expect(stored(await store().readRecovery(input))).toEqual(stored(released));
       const retry = claimedRecord(await laterStore(SETTLED + 1_000).claim(input));
       expect(retry).toMatchObject({ version: 2, takeover: true, recoveryPoint: 'charge:intent' });
+    });
+
+    it('a released key is not reaped before takeover_after, however short its retention', async () => {
+      for (const how of ['owner', 'operator'] as const) {
+        const worker = await claim();
+        expect(await intent(worker)).toBe(true);
+        const released =
+          how === 'owner'
+            ? await store().release(worker, { retentionMs: 1_000 })
+            : await store().resolve(worker, {
+                state: 'RETRYABLE_FAILURE',
+                retentionMs: 1_000,
+                actor: 'ops',
+                note: 'released by hand right after the intent',
+              });
+        expect(released).toBe(true);
+        // Past the retention, with the call possibly in flight: kept, intent and all.
+        await laterStore(5_000).reap({ limit: 10_000 });
+        expect(await surviving([worker.id])).toBe(1);
+        // Past takeover_after (and the retention): reaped.
+        await laterStore(SETTLED + 1_000).reap({ limit: 10_000 });
+        expect(await surviving([worker.id])).toBe(0);
+      }
     });
 
     it('recording the result clears takeover_after: the record is abandoned at its lease end again', async () => {

@@ -97,12 +97,23 @@ describe('executeExternal (in-memory store)', () => {
     expect((await causeOf(executeExternal(job)))?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
   });
 
-  it('erased after an external call began: handed to an operator, never re-run blind', async () => {
+  it.each([
+    {
+      when: 'an external call began',
+      progress: { irreversibleAt: new Date(), recoveryPoint: 'charge:intent' },
+      reason: 'erased_after_call',
+    },
+    {
+      when: 'a phase committed, before any external call',
+      progress: { irreversibleAt: null, recoveryPoint: 'order' },
+      reason: 'erased_after_step',
+    },
+  ] as const)('erased after $when: handed to an operator, never re-run blind', async (c) => {
     const store = new MemoryStore();
     const { job, events } = externalJob(store, () => Promise.reject(new Error('re-ran blind')));
     const erased = store.record(job.claim, {
       state: 'RETRYABLE_FAILURE',
-      irreversibleAt: new Date(),
+      ...c.progress,
       erasedAt: new Date(),
       steps: null,
     });
@@ -113,29 +124,7 @@ describe('executeExternal (in-memory store)', () => {
       operationId: erased.operationId,
     });
     expect(rowsOf(store)).toMatchObject([
-      { state: 'NEEDS_RECONCILIATION', reconcileReason: 'erased_after_call' },
-    ]);
-    expect(events.map((e) => e.type)).not.toContain('executed');
-  });
-
-  it('erased after a phase committed, before any external call: handed to an operator, the phase never re-run', async () => {
-    const store = new MemoryStore();
-    const { job, events } = externalJob(store, () => Promise.reject(new Error('re-ran blind')));
-    const erased = store.record(job.claim, {
-      state: 'RETRYABLE_FAILURE',
-      recoveryPoint: 'order',
-      irreversibleAt: null,
-      erasedAt: new Date(),
-      steps: null,
-    });
-    store.seed(erased);
-    const cause = await causeOf(executeExternal(job));
-    expect(cause).toMatchObject({
-      reason: 'IDEMPOTENCY_OUTCOME_UNKNOWN',
-      operationId: erased.operationId,
-    });
-    expect(rowsOf(store)).toMatchObject([
-      { state: 'NEEDS_RECONCILIATION', reconcileReason: 'erased_after_step' },
+      { state: 'NEEDS_RECONCILIATION', reconcileReason: c.reason },
     ]);
     expect(events.map((e) => e.type)).not.toContain('executed');
   });

@@ -26,6 +26,10 @@ import { createTestApp, Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;
 
+/** idem on `store`, for one caller (`acct_x`), with nothing else set. */
+const idemOn = (store: Parameters<typeof createIdempotency>[0]['store']) =>
+  createIdempotency({ keySecret: TEST_KEY_SECRET, store, scope: () => 'acct_x' });
+
 /** Serves a router over the standalone adapter, with or without `responseMeta`. */
 async function serveWith(
   router: Parameters<typeof createHTTPServer>[0]['router'],
@@ -142,11 +146,7 @@ describe('an output idem cannot store', () => {
     'claim %s: a 500 naming the fix, not a retryable 503; the key is released, nothing stored',
     async (claim) => {
       await using env = await pgliteEnv();
-      const idem = createIdempotency({
-        keySecret: TEST_KEY_SECRET,
-        store: env.store,
-        scope: () => 'acct_x',
-      });
+      const idem = idemOn(env.store);
       let calls = 0;
       const router = t.router({
         // JSON cannot write a BigInt: the output could never be replayed.
@@ -171,11 +171,7 @@ describe('an output idem cannot store', () => {
 
   it('external mode: a 500 naming the fix, not a retryable 503 that says nothing ran', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({
-      keySecret: TEST_KEY_SECRET,
-      store: env.store,
-      scope: () => 'acct_x',
-    });
+    const idem = idemOn(env.store);
     const router = t.router({
       big: t.procedure
         .input(z.object({ a: z.string() }))
@@ -199,11 +195,7 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('an .input() merged in after idem: every call fails before the handler, naming the fix', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({
-      keySecret: TEST_KEY_SECRET,
-      store: env.store,
-      scope: () => 'acct_x',
-    });
+    const idem = idemOn(env.store);
     let calls = 0;
     const router = t.router({
       merged: t.procedure
@@ -226,11 +218,7 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('the completer refuses, at start-up, a router where idem is misplaced', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({
-      keySecret: TEST_KEY_SECRET,
-      store: env.store,
-      scope: () => 'acct_x',
-    });
+    const idem = idemOn(env.store);
     const misplaced = t.router({
       read: t.procedure.concat(idem.procedure()).query(() => 1),
       ok: t.procedure
@@ -334,11 +322,7 @@ describe('misplaced idem never answers wrongly', () => {
 
   it('idem on a query: every call fails, naming the fix (auditRouter reports it before)', async () => {
     await using env = await pgliteEnv();
-    const idem = createIdempotency({
-      keySecret: TEST_KEY_SECRET,
-      store: env.store,
-      scope: () => 'acct_x',
-    });
+    const idem = idemOn(env.store);
     const router = t.router({ read: t.procedure.concat(idem.procedure()).query(() => 1) });
     const url = await serveWith(router, { responseMeta: true });
     const answer = await fetch(`${url}/read`, { headers: { 'Idempotency-Key': 'k' } });

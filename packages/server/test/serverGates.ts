@@ -226,42 +226,30 @@ export function describeServerGates(name: string, makeEnv: () => Promise<TestEnv
       expect(await env.count(ordersOf(acct))).toBe(1);
     });
 
-    it('answers a first attempt on a completed key with its stored outcome, even when the rerun fails transiently', async () => {
-      // A key reused with `Idempotency-Attempt: 1` (a reload, a restart with a stored key): the
-      // read is skipped, the handler runs again and fails on the first run's committed order
-      // (409 CONFLICT, not stored). The answer is the key's outcome, not that failure.
+    it('never runs the handler again for a stored key, whatever Idempotency-Attempt says', async () => {
+      // A client that sends `Idempotency-Attempt: 1` on every request (a reload that restarts
+      // the count, a second tab, an old client): one committed request, then ten sequential
+      // retries. The header is the client's word, not a fact about the key: each retry is a
+      // replay, and the handler ran once.
       const acct = account();
       const before = app.counter.calls['orders.place'] ?? 0;
-      const first = await post(server.url, 'orders.place', order, {
-        key: 'k-place',
-        account: acct,
-        attempt: 1,
-      });
-      const again = await post(server.url, 'orders.place', order, {
-        key: 'k-place',
-        account: acct,
-        attempt: 1,
-      });
+      const send = (input: unknown = order) =>
+        post(server.url, 'orders.place', input, { key: 'k-place', account: acct, attempt: 1 });
+      const first = await send();
       expect(first.status).toBe(200);
-      expect(again.status).toBe(200);
-      expect(again.headers['idempotent-replayed']).toBe('true');
-      expect(again.text).toBe(first.text);
-      // The rerun happened, failed, and rolled back: one order.
-      expect(app.counter.calls['orders.place']! - before).toBe(2);
+      for (let i = 0; i < 10; i++) {
+        const again = await send();
+        expect(again.status).toBe(200);
+        expect(again.headers['idempotent-replayed']).toBe('true');
+        expect(again.text).toBe(first.text);
+      }
+      expect(app.counter.calls['orders.place']! - before).toBe(1);
       expect(await env.count(ordersOf(acct))).toBe(1);
-      // A different input under that key is still told apart (422), not answered with the rerun's 409.
-      const reused = await post(
-        server.url,
-        'orders.place',
-        { ...order, quantity: 3 },
-        {
-          key: 'k-place',
-          account: acct,
-          attempt: 1,
-        },
-      );
+      // A different input under that key is still told apart (422), and runs nothing either.
+      const reused = await send({ ...order, quantity: 3 });
       expect(reused.status).toBe(422);
       expect(reused.json.error.data.idem.reason).toBe('IDEMPOTENCY_KEY_REUSED');
+      expect(app.counter.calls['orders.place']! - before).toBe(1);
     });
 
     it('stores a deterministic failure, rolls back its writes, and replays the same status and body', async () => {

@@ -457,49 +457,75 @@ describe('duplicates within one process', () => {
   });
 });
 
-describe('a first attempt (Idempotency-Attempt: 1) skips the read', () => {
+describe('a first attempt (Idempotency-Attempt: 1) reads its key like any other request', () => {
   function firstAttempt(store: MemoryStore, next: IdemJob['next']) {
     const made = unitJob(store, { procedure: { claim: 'at-commit' } });
     const job: IdemJob = { ...made.job, request: { ...made.job.request, attempt: 1 }, next };
     return { ...made, job };
   }
-  const ran = (data: unknown) => async (): Promise<NextResult> => ({
-    ok: true,
-    data,
-    marker: trpcMiddlewareMarker,
-  });
-
-  it('a fresh key runs and records without reading it (a read would fail here)', async () => {
-    const store = new MemoryStore();
-    store.failNext = 'read';
-    const { job, events } = firstAttempt(store, ran({ id: 1 }));
-    expect(await executeAtCommit(job, claimFirstSpy().claimFirst)).toMatchObject({ ok: true });
-    expect(kinds(events)).toEqual(['executed completed']);
-    expect(store.failNext).toBe('read'); // never read
-  });
-
-  it('a key with a stored outcome: the run rolls back and the stored outcome is replayed', async () => {
-    const store = new MemoryStore();
-    store.seed(storedRow(store, {}));
+  const counted = () => {
     let runs = 0;
-    const { job, events } = firstAttempt(store, async () => {
+    const next = async (): Promise<NextResult> => {
       runs += 1;
       return { ok: true, data: { id: 2 }, marker: trpcMiddlewareMarker };
-    });
+    };
+    return { next, runs: () => runs };
+  };
+
+  it('a key with a stored outcome is replayed without running the handler', async () => {
+    const store = new MemoryStore();
+    store.seed(storedRow(store, {}));
+    const handler = counted();
+    const { job, events } = firstAttempt(store, handler.next);
     expect(await executeAtCommit(job, claimFirstSpy().claimFirst)).toMatchObject({
       ok: true,
       data: { id: 42 },
     });
-    expect(runs).toBe(1);
-    expect(kinds(events)).toEqual(['executed rolled-back', 'replayed']);
+    expect(handler.runs()).toBe(0);
+    expect(kinds(events)).toEqual(['replayed']);
   });
 
-  it('a key whose replay window closed goes to the claim-first path after the rolled-back run', async () => {
+  it('ten sequential first attempts on a stored key run the handler never', async () => {
+    const store = new MemoryStore();
+    const handler = counted();
+    const first = firstAttempt(store, handler.next);
+    expect(await executeAtCommit(first.job, claimFirstSpy().claimFirst)).toMatchObject({
+      ok: true,
+      data: { id: 2 },
+    });
+    for (let i = 0; i < 10; i++) {
+      const retry = firstAttempt(store, handler.next);
+      expect(await executeAtCommit(retry.job, claimFirstSpy().claimFirst)).toMatchObject({
+        ok: true,
+        data: { id: 2 },
+      });
+      expect(kinds(retry.events)).toEqual(['replayed']);
+    }
+    expect(handler.runs()).toBe(1);
+  });
+
+  it('a key whose replay window closed goes to the claim-first path without running here', async () => {
     const store = new MemoryStore();
     store.seed(storedRow(store, { replayExpired: true }));
     const spy = claimFirstSpy();
-    const { job } = firstAttempt(store, ran({ id: 3 }));
+    const handler = counted();
+    const { job } = firstAttempt(store, handler.next);
     expect(await executeAtCommit(job, spy.claimFirst)).toMatchObject({ data: 'claim-first' });
     expect(spy.jobs).toHaveLength(1);
+    expect(handler.runs()).toBe(0);
+  });
+
+  it('a read that fails answers 503 and runs nothing', async () => {
+    const store = new MemoryStore();
+    store.failNext = 'read';
+    const handler = counted();
+    const { job } = firstAttempt(store, handler.next);
+    const refused = await executeAtCommit(job, claimFirstSpy().claimFirst).then(
+      () => null,
+      (error: Error) => error,
+    );
+    expect(readIdemErrorCause(refused ?? {})?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
+    expect(handler.runs()).toBe(0);
+    expect(store.rows.size).toBe(0);
   });
 });

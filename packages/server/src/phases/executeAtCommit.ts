@@ -16,11 +16,11 @@ class HandlerFailed {
 }
 
 /**
- * Local mode, the key taken at commit (`claim: 'at-commit'`, local mode's default): read the key
- * (not on a first attempt: see `runKey`); a stored outcome is replayed from that one statement. A
- * free key runs the handler in a transaction whose last statement inserts the record, sent with
- * the COMMIT (`store.commitWithRecord`); the unique index decides between concurrent duplicates,
- * and the loser, rolled back, answers with the winner's outcome. The timeline is in the store's
+ * Local mode, the key taken at commit (`claim: 'at-commit'`, local mode's default): read the key;
+ * a stored outcome is replayed from that one statement. A free key runs the handler in a
+ * transaction whose last statement inserts the record, sent with the COMMIT
+ * (`store.commitWithRecord`); the unique index decides between concurrent duplicates, and the
+ * loser, rolled back, answers with the winner's outcome. The timeline is in the store's
  * `commitStatements.ts`. Anything else the key holds (work in progress, a released key, a closed
  * replay window) goes to the claim-first path, which decides takeovers and supersedes.
  */
@@ -70,15 +70,13 @@ async function runKey(
   job: IdemJob,
   claimFirst: (job: IdemJob) => Promise<NextResult>,
 ): Promise<NextResult> {
-  // A first attempt (`Idempotency-Attempt: 1`, as idem's client sends a key it has not sent
-  // before) skips the read: its key is almost always fresh, and when it is not (a key reused by
-  // the client, a double submit in another process) the record's INSERT finds the live row and
-  // rolls the work back, as for any racer, and the request answers from that row. A wrong hint
-  // costs a rolled-back run, never a wrong answer. Retries, and requests without the header, read.
-  if (job.request.attempt !== 1) {
-    const live = await readKey(job);
-    if (live !== null) return settledOutcome(live) ? answerExisting(job, live) : claimFirst(job);
-  }
+  // Every request reads its key before the handler may run, whatever the client says about it
+  // (`Idempotency-Attempt` is the client's count, not a fact about the key: a reload, a second
+  // tab or an old client sends 1 for a key that is stored). So a stored outcome never runs the
+  // handler again; only duplicates that read the key before any of them committed each run,
+  // and all but one roll back (in this process they wait for the first instead: see above).
+  const live = await readKey(job);
+  if (live !== null) return settledOutcome(live) ? answerExisting(job, live) : claimFirst(job);
 
   const { store } = job.runtime;
   const started = Date.now();
@@ -89,7 +87,7 @@ async function runKey(
     outcome = await store.commitWithRecord(async (tx) => {
       const { execution } = job;
       // Written out rather than spread from `job.execution` (once per request: V8 builds a
-      // literal of one shape fastest; the spread took its slow path in the issue-14 profile).
+      // literal of one shape fastest; in a CPU profile the spread took its slow path).
       const result = await job.next({
         keyHash: execution.keyHash,
         scope: execution.scope,
@@ -182,14 +180,11 @@ async function recordFailure(
   const failed: NextResult = { ok: false, error, marker: trpcMiddlewareMarker };
   if (failure.kind === 'transient') {
     // Nothing of this request is stored, but the key may hold an outcome by now, and then that
-    // outcome is the answer, not this run's failure. Two ways this run met a settled key:
-    //   a first attempt skipped the read (runKey), and the key had completed before: the
-    //     handler ran again and failed on the first run's committed writes (a unique business
-    //     key: 500, or the handler's own 409);
-    //   a concurrent request of another process committed first, and the handler failed on its
-    //     writes (waited on its row lock, then 23505).
-    // Either way a retry would replay that outcome; answering it now spares the client a
-    // failure for an operation that happened. Without a settled outcome the failure stands.
+    // outcome is the answer, not this run's failure: a concurrent request of another process,
+    // which read the key free as this one did, committed first, and this handler failed on its
+    // writes (it waited on their row lock, then met a unique business key: 23505 as a 500, or
+    // the handler's own 409). A retry would replay that outcome; answering it now spares the
+    // client a failure for an operation that happened. Without a settled outcome it stands.
     let winner: KeyAnswer | null = null;
     try {
       winner = await timedClaim(job, () => job.runtime.store.readAnswer(job.claim));

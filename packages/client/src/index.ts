@@ -1,7 +1,7 @@
-export { idemLink, IDEM_LINK_DEFAULTS } from './idemLink.js';
-export type { IdemLinkOptions } from './idemLink.js';
+export { idemLink, IDEM_LINK_DEFAULTS } from './link/idemLink.js';
+export type { IdemLinkOptions } from './link/idemLink.js';
 
-export { withIdempotencyKey, IDEMPOTENCY_KEY_CONTEXT } from './withIdempotencyKey.js';
+export { withIdempotencyKey, IDEMPOTENCY_KEY_CONTEXT } from './keys/withIdempotencyKey.js';
 export type {
   IdempotencyKeyFunction,
   IdempotentErrorShape,
@@ -13,20 +13,20 @@ export type {
   MisplacedIdemPath,
   NotIdempotentPath,
   ProcedureAtPath,
-} from './IdempotentProcedures.js';
+} from './keys/IdempotentProcedures.js';
 
-export { idemFetch } from './idemFetch.js';
-export type { IdemFetch } from './idemFetch.js';
+export { idemFetch } from './link/idemFetch.js';
+export type { IdemFetch } from './link/idemFetch.js';
 
 export {
   fullJitter,
   DEFAULT_BACKOFF_BASE_MS,
   DEFAULT_BACKOFF_CAP_MS,
-} from './backoff/fullJitter.js';
-export type { FullJitterOptions } from './backoff/fullJitter.js';
-export { decorrelatedJitter } from './backoff/decorrelatedJitter.js';
-export type { DecorrelatedJitterOptions } from './backoff/decorrelatedJitter.js';
-export type { Backoff, BackoffInput } from './backoff/Backoff.js';
+} from './retry/backoff/fullJitter.js';
+export type { FullJitterOptions } from './retry/backoff/fullJitter.js';
+export { decorrelatedJitter } from './retry/backoff/decorrelatedJitter.js';
+export type { DecorrelatedJitterOptions } from './retry/backoff/decorrelatedJitter.js';
+export type { Backoff, BackoffInput } from './retry/backoff/Backoff.js';
 
 export {
   RetryBudget,
@@ -34,23 +34,23 @@ export {
   DEFAULT_RETRY_COST,
   DEFAULT_SUCCESS_REFUND,
   DEFAULT_TIMEOUT_RETRY_COST,
-} from './RetryBudget.js';
-export type { RetryBudgetOptions } from './RetryBudget.js';
+} from './retry/RetryBudget.js';
+export type { RetryBudgetOptions } from './retry/RetryBudget.js';
 
-export { systemClock } from './RetryClock.js';
+export { systemClock } from './retry/RetryClock.js';
 export {
   isOperationReleasedError,
   OperationReleasedError,
   OperationWaitTimeoutError,
   waitForOperation,
-} from './waitForOperation.js';
-export type { WaitForOperationOptions } from './waitForOperation.js';
-export type { RetryClock } from './RetryClock.js';
+} from './operations/waitForOperation.js';
+export type { WaitForOperationOptions } from './operations/waitForOperation.js';
+export type { RetryClock } from './retry/RetryClock.js';
 
-export { classifyFailure } from './classifyFailure.js';
-export type { Failure, FailureKind } from './classifyFailure.js';
-export { decideRetry } from './decideRetry.js';
-export type { NoRetryReason, OperationKind, RetryDecision } from './decideRetry.js';
+export { classifyFailure } from './retry/classifyFailure.js';
+export type { Failure, FailureKind } from './types/Failure.js';
+export { decideRetry } from './retry/decideRetry.js';
+export type { NoRetryReason, OperationKind, RetryDecision } from './types/RetryDecision.js';
 
 export type {
   GiveUpReason,
@@ -60,17 +60,17 @@ export type {
   IdemGiveUpEvent,
   IdemLogger,
   IdemRetryEvent,
-} from './IdemEvent.js';
+} from './telemetry/IdemEvent.js';
 
 export {
   IdemClientError,
   isIdemClientError,
   findIdemClientError,
   IDEM_CLIENT_ERROR_CODES,
-} from './IdemClientError.js';
-export type { IdemClientErrorCode, IdemGiveUpCode } from './IdemClientError.js';
-export { idemErrorOf } from './idemErrorOf.js';
-export { CLIENT_METRICS } from './clientTelemetry.js';
+} from './errors/IdemClientError.js';
+export type { IdemClientErrorCode, IdemGiveUpCode } from './errors/IdemClientError.js';
+export { idemErrorOf } from './errors/idemErrorOf.js';
+export { CLIENT_METRICS } from './telemetry/clientTelemetry.js';
 
-export { intentKeys, memoryStorage, randomKey } from './intentKeys.js';
-export type { IntentKeys, IntentKeysOptions, IntentKeyStorage } from './intentKeys.js';
+export { intentKeys, memoryStorage, randomKey } from './keys/intentKeys.js';
+export type { IntentKeys, IntentKeysOptions, IntentKeyStorage } from './keys/intentKeys.js';

@@ -1,6 +1,6 @@
 import type { IdemReason } from '@idem/contract';
-import type { FailureKind } from './classifyFailure.js';
-import type { NoRetryReason, OperationKind } from './decideRetry.js';
+import type { FailureKind } from '../types/Failure.js';
+import type { NoRetryReason, OperationKind } from '../types/RetryDecision.js';
 
 /** Fields every idem event carries. */
 export interface IdemCallInfo {

@@ -1,8 +1,8 @@
 import type { HTTPLinkOptions } from '@trpc/client';
 import type { AnyTRPCClientTypes } from '@trpc/server';
 import { RETRY_AFTER_HEADER } from '@idem/contract';
-import { IdemClientError } from './IdemClientError.js';
-import { parseRetryAfter } from './parseRetryAfter.js';
+import { IdemClientError } from '../errors/IdemClientError.js';
+import { parseRetryAfter } from '../retry/parseRetryAfter.js';
 
 /** The `fetch` tRPC's HTTP links accept. */
 export type IdemFetch = NonNullable<HTTPLinkOptions<AnyTRPCClientTypes>['fetch']>;

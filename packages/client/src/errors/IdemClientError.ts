@@ -1,4 +1,4 @@
-import type { FailureKind } from './classifyFailure.js';
+import type { FailureKind } from '../types/Failure.js';
 
 /**
  * Every reason `@idem/client` itself raises an error, with what it means. The only place these

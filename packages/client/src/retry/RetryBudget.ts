@@ -1,4 +1,4 @@
-import type { FailureKind } from './classifyFailure.js';
+import type { FailureKind } from '../types/Failure.js';
 
 /** Options of {@link RetryBudget}. Defaults are AWS SDK "standard" retry mode's quota. */
 export interface RetryBudgetOptions {

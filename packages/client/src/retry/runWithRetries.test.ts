@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { VirtualClock } from '../test/fixtures/VirtualClock.js';
+import { VirtualClock } from '../../test/fixtures/VirtualClock.js';
 import { fullJitter } from './backoff/fullJitter.js';
-import type { OperationKind } from './decideRetry.js';
-import { isIdemClientError } from './IdemClientError.js';
-import type { IdemGiveUpEvent, IdemRetryEvent } from './IdemEvent.js';
+import type { OperationKind } from '../types/RetryDecision.js';
+import { isIdemClientError } from '../errors/IdemClientError.js';
+import type { IdemGiveUpEvent, IdemRetryEvent } from '../telemetry/IdemEvent.js';
 import { RetryBudget } from './RetryBudget.js';
 import { runWithRetries, type AttemptContext, type RetryLoopOptions } from './runWithRetries.js';
 

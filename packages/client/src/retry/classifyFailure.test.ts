@@ -1,9 +1,11 @@
 import { IDEM_REASON_TABLE, type IdemReason } from '@idem/contract';
 import { TRPCClientError } from '@trpc/client';
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, type FailureKind } from './classifyFailure.js';
-import { decideRetry, type OperationKind } from './decideRetry.js';
-import { IdemClientError } from './IdemClientError.js';
+import type { FailureKind } from '../types/Failure.js';
+import type { OperationKind } from '../types/RetryDecision.js';
+import { classifyFailure } from './classifyFailure.js';
+import { decideRetry } from './decideRetry.js';
+import { IdemClientError } from '../errors/IdemClientError.js';
 
 /** A server error as tRPC's HTTP links deliver it: shape, data, and the response in `meta`. */
 function serverError(status: number, reason?: IdemReason, headers: Record<string, string> = {}) {

@@ -7,7 +7,7 @@ import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { createIdempotency, type IdemContext } from '@idem/server';
 import { initTRPC } from '@trpc/server';
 import { expectTypeOf } from 'vitest';
-import { idemLink } from './idemLink.js';
+import { idemLink } from '../link/idemLink.js';
 import type {
   IdempotentErrorShape,
   IdempotentPath,

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { isIdemClientError } from './IdemClientError.js';
+import { isIdemClientError } from '../errors/IdemClientError.js';
 import { resolveIdempotencyKey } from './resolveIdempotencyKey.js';
 import { withIdempotencyKey } from './withIdempotencyKey.js';
 

@@ -1,6 +1,6 @@
 import { isIdempotencyKey } from '@idem/contract';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { isIdemClientError } from './IdemClientError.js';
+import { isIdemClientError } from '../errors/IdemClientError.js';
 import { intentKeys, memoryStorage, randomKey } from './intentKeys.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

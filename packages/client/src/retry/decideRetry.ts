@@ -1,23 +1,5 @@
-import type { Failure, FailureKind } from './classifyFailure.js';
-
-/**
- * What is being called, as far as retrying goes.
- *
- * - `idempotent-mutation`: a mutation the server declares idempotent; it travels with a key.
- * - `mutation`: any other mutation. Never sent again once it may have reached the server.
- * - `query`: safe to repeat.
- */
-export type OperationKind = 'idempotent-mutation' | 'mutation' | 'query';
-
-/** Why a failure is not retried. */
-export type NoRetryReason =
-  /** The failure is not on the retry list (4xx, 422 key reused, auth, a bug, ...). */
-  | 'not-retryable'
-  /** Retryable in general, but the mutation has no key and may have reached the server. */
-  | 'unsafe';
-
-/** The verdict of {@link decideRetry}. */
-export type RetryDecision = { retry: true } | { retry: false; because: NoRetryReason };
+import type { Failure, FailureKind } from '../types/Failure.js';
+import type { OperationKind, RetryDecision } from '../types/RetryDecision.js';
 
 /** The failures worth another attempt, for every kind of operation that may be repeated. */
 const RETRYABLE: ReadonlySet<FailureKind> = new Set<FailureKind>([

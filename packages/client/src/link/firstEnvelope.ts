@@ -4,7 +4,7 @@ import type {
   TRPCClientError,
 } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
-import type { AttemptContext } from './runWithRetries.js';
+import type { AttemptContext } from '../retry/runWithRetries.js';
 
 /** What a query or mutation observable delivers. */
 export type Envelope<TRouter extends AnyTRPCRouter> = OperationResultEnvelope<

@@ -1,5 +1,5 @@
-import { systemClock, type RetryClock } from './RetryClock.js';
-import { timerMs } from './assertOptions.js';
+import { systemClock, type RetryClock } from '../retry/RetryClock.js';
+import { timerMs } from '../retry/assertOptions.js';
 
 /** The states in which an operation is over (or needs a person): waiting ends there. */
 const SETTLED = new Set(['COMPLETED', 'TERMINAL_FAILURE', 'NEEDS_RECONCILIATION']);

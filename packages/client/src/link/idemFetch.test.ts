@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findIdemClientError } from './IdemClientError.js';
+import { findIdemClientError } from '../errors/IdemClientError.js';
 import { idemFetch } from './idemFetch.js';
 
 const answering = (body: string, init: ResponseInit) =>

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { FailureKind } from './classifyFailure.js';
+import type { FailureKind } from '../types/Failure.js';
 import { RetryBudget } from './RetryBudget.js';
 
 const failureKinds: FailureKind[] = ['http-503', 'timeout', 'connection-lost', 'in-progress'];

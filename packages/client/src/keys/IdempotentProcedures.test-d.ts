@@ -5,8 +5,8 @@
 import type { IdemErrorData } from '@idem/contract';
 import { createTRPCClient, httpBatchLink, type TRPCClientError } from '@trpc/client';
 import { expectTypeOf } from 'vitest';
-import type { ShopRouter } from '../test/fixtures/shopRouter.js';
-import { idemLink } from './idemLink.js';
+import type { ShopRouter } from '../../test/fixtures/shopRouter.js';
+import { idemLink } from '../link/idemLink.js';
 import type {
   IdempotentErrorShape,
   IdempotentInput,

@@ -1,25 +1,25 @@
 import type { Meter } from '@opentelemetry/api';
-import { createClientTelemetry } from './clientTelemetry.js';
+import { createClientTelemetry } from '../telemetry/clientTelemetry.js';
 import { httpLink, type HTTPLinkOptions, type Operation, type TRPCLink } from '@trpc/client';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { observable } from '@trpc/server/observable';
-import { positiveInteger, timerMs } from './assertOptions.js';
+import { positiveInteger, timerMs } from '../retry/assertOptions.js';
 import { attemptHeaders, withAttemptHeaders } from './attemptHeaders.js';
-import type { Backoff } from './backoff/Backoff.js';
-import { fullJitter } from './backoff/fullJitter.js';
-import type { OperationKind } from './decideRetry.js';
+import type { Backoff } from '../retry/backoff/Backoff.js';
+import { fullJitter } from '../retry/backoff/fullJitter.js';
+import type { OperationKind } from '../types/RetryDecision.js';
 import { idemFetch } from './idemFetch.js';
 import { BodyPins, CallBody } from './BodyPins.js';
-import { CallStop } from './CallStop.js';
+import { CallStop } from '../retry/CallStop.js';
 import { firstEnvelope, type Envelope } from './firstEnvelope.js';
-import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from './IdemEvent.js';
-import type { IdempotencyKeyFunction, IdempotentProcedures } from './IdempotentProcedures.js';
-import { randomKey } from './intentKeys.js';
-import { resolveIdempotencyKey } from './resolveIdempotencyKey.js';
-import { RetryBudget } from './RetryBudget.js';
-import { systemClock, type RetryClock } from './RetryClock.js';
-import { runWithRetries } from './runWithRetries.js';
-import { toClientError } from './toClientError.js';
+import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from '../telemetry/IdemEvent.js';
+import type { IdempotencyKeyFunction, IdempotentProcedures } from '../keys/IdempotentProcedures.js';
+import { randomKey } from '../keys/intentKeys.js';
+import { resolveIdempotencyKey } from '../keys/resolveIdempotencyKey.js';
+import { RetryBudget } from '../retry/RetryBudget.js';
+import { systemClock, type RetryClock } from '../retry/RetryClock.js';
+import { runWithRetries } from '../retry/runWithRetries.js';
+import { toClientError } from '../errors/toClientError.js';
 
 /**
  * Why a call stops when tRPC unsubscribes before it settled (`CallStop.stop`). Made once: the

@@ -9,7 +9,7 @@ import { createIdempotency, type IdemContext } from '@idem/server';
 import { initTRPC } from '@trpc/server';
 import { expectTypeOf } from 'vitest';
 import { z } from 'zod';
-import { idemLink } from './idemLink.js';
+import { idemLink } from '../link/idemLink.js';
 import type { IdempotentPath, MisplacedIdemPath } from './IdempotentProcedures.js';
 
 const t = initTRPC.context<IdemContext>().meta<IdemMeta>().create();

@@ -6,9 +6,9 @@
 import type { Operation } from '@trpc/client';
 import { setImmediate as macrotask } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { ShopRouter } from '../test/fixtures/shopRouter.js';
-import { VirtualClock } from '../test/fixtures/VirtualClock.js';
-import { isIdemClientError } from './IdemClientError.js';
+import type { ShopRouter } from '../../test/fixtures/shopRouter.js';
+import { VirtualClock } from '../../test/fixtures/VirtualClock.js';
+import { isIdemClientError } from '../errors/IdemClientError.js';
 import { idemLink } from './idemLink.js';
 
 type Fetched = { url: string; init: RequestInit };

@@ -7,7 +7,7 @@ import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { initTRPC } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { ShopRouter } from '../test/fixtures/shopRouter.js';
+import type { ShopRouter } from '../../test/fixtures/shopRouter.js';
 import { BodyPins, CallBody } from './BodyPins.js';
 import type { IdemFetch } from './idemFetch.js';
 import { idemLink } from './idemLink.js';

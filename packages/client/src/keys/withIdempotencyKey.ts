@@ -1,6 +1,6 @@
 import { isIdempotencyKey } from '@idem/contract';
 import type { TRPCProcedureOptions } from '@trpc/client';
-import { IdemClientError } from './IdemClientError.js';
+import { IdemClientError } from '../errors/IdemClientError.js';
 
 /** The `op.context` field that carries a caller's own key. */
 export const IDEMPOTENCY_KEY_CONTEXT = 'idempotencyKey';

@@ -1,14 +1,15 @@
 import type { Backoff } from './backoff/Backoff.js';
-import { classifyFailure, type Failure } from './classifyFailure.js';
+import type { Failure } from '../types/Failure.js';
+import { classifyFailure } from './classifyFailure.js';
 import { decideRetry } from './decideRetry.js';
-import { IdemClientError, type IdemGiveUpCode } from './IdemClientError.js';
+import { IdemClientError, type IdemGiveUpCode } from '../errors/IdemClientError.js';
 import type {
   GiveUpReason,
   IdemCallInfo,
   IdemFailureInfo,
   IdemGiveUpEvent,
   IdemRetryEvent,
-} from './IdemEvent.js';
+} from '../telemetry/IdemEvent.js';
 import type { RetryBudget } from './RetryBudget.js';
 import { systemClock, type RetryClock } from './RetryClock.js';
 import { CallStop } from './CallStop.js';

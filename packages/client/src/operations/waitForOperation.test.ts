@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { RetryClock } from './RetryClock.js';
+import type { RetryClock } from '../retry/RetryClock.js';
 import {
   isOperationReleasedError,
   OperationReleasedError,

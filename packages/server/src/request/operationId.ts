@@ -16,7 +16,7 @@ let used = IDS_PER_FILL;
  * inserts one. A random id (version 4) lands on any leaf of that index, so on a large table nearly
  * every insert dirties a leaf no other recent insert touched, and the first change of a page after
  * a checkpoint writes the whole page to the WAL. Ids that grow with time land at the index's right
- * edge, a few leaves for all of them. Measured on PostgreSQL (docs/benchmarks.md, "Session 12"):
+ * edge, a few leaves for all of them. Measured on PostgreSQL (docs/benchmarks.md, "The rules the hot path follows"):
  * the record's WAL 10.2 → 6.3 KB per request on a 500,000-row table after a checkpoint.
  *
  * What it gives away: the id says when (to the millisecond) its operation started, which its record

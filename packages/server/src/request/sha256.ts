@@ -7,7 +7,7 @@ import { createHash, createHmac, hash as oneShotHash } from 'node:crypto';
  * Where `crypto.hash` exists (Node 20.12 and later) they go through it: it looks the digest up
  * once per process, where `createHash` and `createHmac` look it up in OpenSSL 3's provider
  * tables on every call. Under load that lookup, and `createHmac`'s key set-up, cost more than
- * the hashing itself (the issue-14 profile: about 20 µs of CPU per request, most of idem's own
+ * the hashing itself (a CPU profile under load: about 20 µs of CPU per request, most of idem's own
  * request preparation). The bytes are the same either way; `sha256.test.ts` checks them against
  * `createHash` and `createHmac`.
  */

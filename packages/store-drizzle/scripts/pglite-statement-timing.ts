@@ -8,9 +8,12 @@
 import { randomUUID } from 'node:crypto';
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle } from 'drizzle-orm/pglite';
-import { readLiveTemplate, recordOutcomeTemplate } from '../src/commitStatements.js';
-import { databaseClock } from '../src/databaseClock.js';
-import { drizzleRunner } from '../src/executeRows.js';
+import {
+  readLiveTemplate,
+  recordOutcomeTemplate,
+} from '../src/statements/request/commitStatements.js';
+import { databaseClock } from '../src/drizzle/databaseClock.js';
+import { drizzleRunner } from '../src/drizzle/executeRows.js';
 import { createPgliteStore, migrate } from '../src/pglite/index.js';
 import { pglitePreparedRunner } from '../src/pglite/preparedRunner.js';
 

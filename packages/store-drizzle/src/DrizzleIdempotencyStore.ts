@@ -21,16 +21,16 @@ import {
   assertMaxTakeovers,
   assertMilliseconds,
   assertWindows,
-} from './assertMilliseconds.js';
-import { claimKey, MAX_LOCK_TIMEOUT_MS } from './claimKey.js';
-import * as completion from './completionStatements.js';
+} from './drizzle/assertMilliseconds.js';
+import { claimKey, MAX_LOCK_TIMEOUT_MS } from './statements/request/claimKey.js';
+import * as completion from './statements/request/completionStatements.js';
 import {
   outcomeUnlessLiveTemplate,
   readAnswerTemplate,
   readLiveTemplate,
   recordOutcomeTemplate,
-} from './commitStatements.js';
-import { databaseClock } from './databaseClock.js';
+} from './statements/request/commitStatements.js';
+import { databaseClock } from './drizzle/databaseClock.js';
 import {
   drizzleRunner,
   executeRows,
@@ -39,17 +39,17 @@ import {
   type DrizzleRunner,
   type StatementRunner,
   type StatementRunnerFactory,
-} from './executeRows.js';
-import { hasSqlState, LOCK_NOT_AVAILABLE, violates } from './hasSqlState.js';
+} from './drizzle/executeRows.js';
+import { hasSqlState, LOCK_NOT_AVAILABLE, violates } from './drizzle/hasSqlState.js';
 import { LIVE_KEY_INDEX } from './schema.js';
-import * as audit from './auditRows.js';
-import * as erasure from './erasureStatements.js';
-import * as lookup from './operationLookup.js';
-import * as operator from './operatorStatements.js';
-import * as queue from './queueStatements.js';
-import * as reaper from './reaperStatements.js';
-import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
-import * as recovery from './recoveryStatements.js';
+import * as audit from './statements/operators/auditRows.js';
+import * as erasure from './statements/operators/erasureStatements.js';
+import * as lookup from './statements/request/operationLookup.js';
+import * as operator from './statements/operators/operatorStatements.js';
+import * as queue from './statements/workers/queueStatements.js';
+import * as reaper from './statements/workers/reaperStatements.js';
+import { toRecoveryRecord, type RecordRow } from './drizzle/recordProjection.js';
+import * as recovery from './statements/request/recoveryStatements.js';
 
 /** Options of {@link DrizzleIdempotencyStore}. */
 export interface DrizzleIdempotencyStoreOptions {

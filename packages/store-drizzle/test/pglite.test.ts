@@ -3,7 +3,7 @@ import type { SQL } from 'drizzle-orm';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate as drizzleMigrate } from 'drizzle-orm/pglite/migrator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRows } from '../src/executeRows.js';
+import { executeRows } from '../src/drizzle/executeRows.js';
 import { createPgliteStore, migrate } from '../src/pglite/index.js';
 import { claimInput, type ConformanceTarget } from './conformanceTarget.js';
 import { migrationConformance } from './migrationConformance.js';

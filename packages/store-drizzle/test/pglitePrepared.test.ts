@@ -7,9 +7,9 @@ import {
   outcomeUnlessLiveTemplate,
   readLiveTemplate,
   recordOutcomeTemplate,
-} from '../src/commitStatements.js';
-import { databaseClock } from '../src/databaseClock.js';
-import { drizzleRunner, executeRows, type DrizzleRunner } from '../src/executeRows.js';
+} from '../src/statements/request/commitStatements.js';
+import { databaseClock } from '../src/drizzle/databaseClock.js';
+import { drizzleRunner, executeRows, type DrizzleRunner } from '../src/drizzle/executeRows.js';
 import { createPgliteStore, migrate } from '../src/pglite/index.js';
 import { pglitePreparedRunner } from '../src/pglite/preparedRunner.js';
 import { claimInput, outcomeRecord } from './conformanceTarget.js';

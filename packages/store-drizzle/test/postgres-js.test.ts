@@ -4,8 +4,8 @@ import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as drizzleMigrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres, { type Sql } from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executeRows } from '../src/executeRows.js';
-import { hasSqlState } from '../src/hasSqlState.js';
+import { executeRows } from '../src/drizzle/executeRows.js';
+import { hasSqlState } from '../src/drizzle/hasSqlState.js';
 import { createPostgresJsStore, migrate } from '../src/postgres-js/index.js';
 import {
   claimedRecord,

@@ -7,9 +7,13 @@ import {
   type Results,
 } from '@electric-sql/pglite';
 import { DrizzleQueryError, fillPlaceholders, type Logger } from 'drizzle-orm';
-import { drizzleRunner, type DrizzleRunner, type StatementRunnerFactory } from '../executeRows.js';
-import { hasSqlState } from '../hasSqlState.js';
-import type { StatementTemplate } from '../statementTemplate.js';
+import {
+  drizzleRunner,
+  type DrizzleRunner,
+  type StatementRunnerFactory,
+} from '../drizzle/executeRows.js';
+import { hasSqlState } from '../drizzle/hasSqlState.js';
+import type { StatementTemplate } from '../drizzle/statementTemplate.js';
 
 /** Options of {@link pglitePreparedRunner}: the prepared-statement part of `PgliteStoreOptions`. */
 export interface PglitePreparedRunnerOptions {

@@ -5,9 +5,9 @@ import {
   type DrizzleRunner,
   type StatementRunner,
   type StatementRunnerFactory,
-} from '../executeRows.js';
-import type { StatementTemplate } from '../statementTemplate.js';
-import { hasSqlState } from '../hasSqlState.js';
+} from '../drizzle/executeRows.js';
+import type { StatementTemplate } from '../drizzle/statementTemplate.js';
+import { hasSqlState } from '../drizzle/hasSqlState.js';
 
 /** Options of {@link preparedRunner}: the prepared-statement part of `PostgresJsStoreOptions`. */
 export interface PreparedRunnerOptions {

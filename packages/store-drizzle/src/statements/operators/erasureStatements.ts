@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { idemRecords } from './schema.js';
+import { idemRecords } from '../../schema.js';
 
 /**
  * Clears what a scope's records hold about the user (response body, input, steps) on live and

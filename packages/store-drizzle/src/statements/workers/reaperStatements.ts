@@ -1,8 +1,8 @@
 import type { StuckReport } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { milliseconds } from './databaseClock.js';
-import { recordProjection } from './recordProjection.js';
-import { idemRecords, REAPABLE } from './schema.js';
+import { milliseconds } from '../../drizzle/databaseClock.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
+import { idemRecords, REAPABLE } from '../../schema.js';
 
 /*
  * The reaper's statements: deleting what is past its cleanup threshold, and counting what waits

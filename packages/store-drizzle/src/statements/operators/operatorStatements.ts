@@ -1,9 +1,9 @@
 import type { Fence, Resolution, StoredResponse } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { assertMilliseconds, assertWindows, recordId } from './assertMilliseconds.js';
-import { releasedPurgeAfter, storedOutcome } from './completionStatements.js';
-import { recordProjection } from './recordProjection.js';
-import { idemAudit, idemRecords } from './schema.js';
+import { assertMilliseconds, assertWindows, recordId } from '../../drizzle/assertMilliseconds.js';
+import { releasedPurgeAfter, storedOutcome } from '../request/completionStatements.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
+import { idemAudit, idemRecords } from '../../schema.js';
 
 /*
  * The statements of operators and of cancellation. They act on a record an operator (or a

@@ -1,9 +1,9 @@
 import { DEFAULT_MAX_TAKEOVERS, type ClaimInput } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { milliseconds } from './databaseClock.js';
-import { recordProjection } from './recordProjection.js';
+import { milliseconds } from '../../drizzle/databaseClock.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
 import { callSettled, takeoverSet } from './recoveryStatements.js';
-import { idemRecords } from './schema.js';
+import { idemRecords } from '../../schema.js';
 
 /*
  * The statements of a claim, with the conditions they decide on. Every condition is re-checked in

@@ -1,8 +1,8 @@
 import type { Fence, StoredResponse } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { recordId } from './assertMilliseconds.js';
-import { milliseconds } from './databaseClock.js';
-import { idemRecords } from './schema.js';
+import { recordId } from '../../drizzle/assertMilliseconds.js';
+import { milliseconds } from '../../drizzle/databaseClock.js';
+import { idemRecords } from '../../schema.js';
 
 /*
  * The owner's last write: store the outcome for replay (`complete`, `fail`) or give the key back

@@ -1,7 +1,7 @@
 import type { AuditEntry } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { recordId } from './assertMilliseconds.js';
-import { idemAudit } from './schema.js';
+import { recordId } from '../../drizzle/assertMilliseconds.js';
+import { idemAudit } from '../../schema.js';
 
 /* The audit trail operators read: rows written by `resolve` (operatorStatements.ts), mapped. */
 

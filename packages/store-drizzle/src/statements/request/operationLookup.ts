@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { recordProjection } from './recordProjection.js';
-import { idemRecords } from './schema.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
+import { idemRecords } from '../../schema.js';
 
 /*
  * The request path's lookup by operation id (a caller's status and cancel, the operator's

@@ -1,11 +1,11 @@
 import type { ClaimInput, ClaimResult, RecordState } from '@idem/contract';
 import type { SQL } from 'drizzle-orm';
-import { assertMaxTakeovers, assertMilliseconds } from './assertMilliseconds.js';
+import { assertMaxTakeovers, assertMilliseconds } from '../../drizzle/assertMilliseconds.js';
 import { insertOrGetLive, selectLive, supersede, takeOver } from './claimStatements.js';
-import { executeRows, type StatementRunner } from './executeRows.js';
-import { hasSqlState, LOCK_NOT_AVAILABLE } from './hasSqlState.js';
+import { executeRows, type StatementRunner } from '../../drizzle/executeRows.js';
+import { hasSqlState, LOCK_NOT_AVAILABLE } from '../../drizzle/hasSqlState.js';
 import { isOperationId } from './operationLookup.js';
-import { toRecoveryRecord, type RecordRow } from './recordProjection.js';
+import { toRecoveryRecord, type RecordRow } from '../../drizzle/recordProjection.js';
 
 /**
  * How many times a claim goes back to its first statement after a takeover or supersede lost a

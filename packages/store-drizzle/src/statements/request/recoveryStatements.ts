@@ -1,10 +1,10 @@
 import { DEFAULT_MAX_TAKEOVERS, type Fence, type ReconciliationReason } from '@idem/contract';
 import { sql, type SQL } from 'drizzle-orm';
-import { recordId } from './assertMilliseconds.js';
+import { recordId } from '../../drizzle/assertMilliseconds.js';
 import { stillOwned, unlessErased } from './completionStatements.js';
-import { milliseconds } from './databaseClock.js';
-import { recordProjection } from './recordProjection.js';
-import { idemRecords } from './schema.js';
+import { milliseconds } from '../../drizzle/databaseClock.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
+import { idemRecords } from '../../schema.js';
 
 /*
  * The statements of phased (external-mode) work and of the completer. Every write is fenced:

@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { milliseconds } from './databaseClock.js';
-import { recordProjection } from './recordProjection.js';
-import { idemRecords } from './schema.js';
+import { milliseconds } from '../../drizzle/databaseClock.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
+import { idemRecords } from '../../schema.js';
 
 /*
  * The statements of queued work (`respond: 'accepted'` with a queue). A claim stores the fresh

@@ -1,7 +1,7 @@
 import { sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { recordProjection } from './recordProjection.js';
-import { idemRecords } from './schema.js';
-import { statementTemplate } from './statementTemplate.js';
+import { recordProjection } from '../../drizzle/recordProjection.js';
+import { idemRecords } from '../../schema.js';
+import { statementTemplate } from '../../drizzle/statementTemplate.js';
 
 /*
  * The statements of a local-mode request that takes its key at commit (`claim: 'at-commit'`),

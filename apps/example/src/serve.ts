@@ -3,6 +3,7 @@
  * embedded PGlite in `.data/pglite` otherwise; migrations apply at start. Prints the URL, then
  * one JSON line per idem decision, worker run and injected fault. Environment: see readConfig.ts.
  */
+import { DEV_SECRET_HEADER } from './checkout/faultControl.js';
 import { describeError, jsonLogger } from './jsonLogger.js';
 import { readConfig } from './readConfig.js';
 import { startExample, COMPLETER_INTERVAL_MS, REAPER_INTERVAL_MS } from './startExample.js';
@@ -10,6 +11,12 @@ import { startExample, COMPLETER_INTERVAL_MS, REAPER_INTERVAL_MS } from './start
 const config = readConfig();
 const log = jsonLogger();
 const example = await startExample(config, log);
+// Before the listening line, which tells ServerProcess the server is up: it reads this one first.
+if (example.devSecret) {
+  process.stdout.write(
+    `fault switches on: /dev/faults wants the header ${DEV_SECRET_HEADER}: ${example.devSecret} (new at every start; the checkout page served here has it)\n`,
+  );
+}
 process.stdout.write(`listening on ${example.url} (${example.database.where})\n`);
 process.stdout.write(
   `checkout page: ${new URL('/', example.url).href}?token=<pnpm demo-token acct_alice1>${config.devControls ? ' (fault switches on)' : ''}\n`,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createReaper, idemCors, idemResponseMeta } from '@idem/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { checkoutPage } from './checkout/checkoutPage.js';
-import { faultControl } from './checkout/faultControl.js';
+import { DEV_SECRET_HEADER, faultControl, newDevSecret } from './checkout/faultControl.js';
 import { createAppRouter } from './createAppRouter.js';
 import { appContext } from './createContext.js';
 import { Faults } from './Faults.js';
@@ -33,6 +33,11 @@ export interface RunningExample extends AsyncDisposable {
   /** The tRPC endpoint, e.g. `http://127.0.0.1:3000/trpc`. */
   url: string;
   database: AppDatabase;
+  /**
+   * The secret `/dev/faults` wants in `X-Idem-Dev-Secret`, made at start-up (with dev controls
+   * on; null otherwise). The checkout page this process serves carries it.
+   */
+  devSecret: string | null;
   /**
    * Drains, then stops: stops accepting connections, lets in-flight requests finish (their
    * responses, and any request arriving on a kept-alive connection meanwhile, carry
@@ -89,17 +94,26 @@ export async function startExample(
     onError: (error) => log({ msg: 'reaper.error', error: describeError(error) }),
   });
 
+  // A new secret at every start: whoever drives the switches read it from this process's output,
+  // or from the page this process serves on its own origin.
+  const devSecret = config.devControls ? newDevSecret() : null;
   // In front of tRPC, in order: CORS for the origins allowed (the checkout page on another port),
   // the checkout page (GET / and /checkout.js), the fault switches (only with dev controls on),
   // then the fault injection.
   const middlewares = [
     ...(config.corsOrigins.length > 0
-      ? [idemCors({ origins: config.corsOrigins, allowHeaders: ['Authorization'] }).middleware]
+      ? [
+          idemCors({
+            origins: config.corsOrigins,
+            allowHeaders: ['Authorization', ...(devSecret ? [DEV_SECRET_HEADER] : [])],
+          }).middleware,
+        ]
       : []),
-    checkoutPage({ apiUrl: '/trpc' }),
-    ...(config.devControls
+    checkoutPage({ apiUrl: '/trpc', ...(devSecret ? { devSecret } : {}) }),
+    ...(devSecret
       ? [
           faultControl({
+            secret: devSecret,
             faults,
             processor,
             normalLatencyMs: config.processorLatencyMs,
@@ -139,6 +153,7 @@ export async function startExample(
   return {
     url: `http://127.0.0.1:${port}/trpc`,
     database,
+    devSecret,
     close,
     [Symbol.asyncDispose]: async () => {
       await close();

@@ -59,6 +59,7 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
       IDEM_EXAMPLE_LEASE_MS: String(LEASE_MS),
     });
     secondOrigin.apiUrl = api.url;
+    secondOrigin.devSecret = api.devSecret!;
     browser = await chromium.launch({
       executablePath: CHROMIUM!,
       headless: true,
@@ -83,7 +84,7 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
   async function faults(change: Record<string, unknown>): Promise<void> {
     const response = await fetch(`${apiOrigin()}/dev/faults`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-idem-dev-secret': api.devSecret! },
       body: JSON.stringify(change),
     });
     expect(response.status).toBe(200);

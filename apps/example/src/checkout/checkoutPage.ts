@@ -7,6 +7,12 @@ import { build } from 'esbuild';
 export interface CheckoutConfig {
   /** The tRPC endpoint: `/trpc` on the same origin, or an absolute URL on another origin. */
   apiUrl: string;
+  /**
+   * The API's dev secret, for the fault switches (`X-Idem-Dev-Secret`), when it serves them.
+   * Embedded in the HTML: only a page of this origin can read it (the HTML is never served to
+   * another origin through CORS, and cannot be framed).
+   */
+  devSecret?: string;
 }
 
 const ENTRY = fileURLToPath(new URL('./page/main.tsx', import.meta.url));
@@ -88,6 +94,10 @@ export function checkoutPage(config: CheckoutConfig | (() => CheckoutConfig)) {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (path === '/' || path === '/index.html') {
+      // The HTML holds the dev secret: no other origin may read it, listed for CORS or not.
+      for (const name of res.getHeaderNames()) {
+        if (name.startsWith('access-control-')) res.removeHeader(name);
+      }
       return send(res, 200, 'text/html; charset=utf-8', checkoutHtml(configOf()));
     }
     if (path === '/checkout.js') {
@@ -107,21 +117,31 @@ export interface CheckoutOrigin extends AsyncDisposable {
   origin: string;
   /** The API the page calls; may be set after start (the API's CORS list needs this origin). */
   apiUrl: string;
+  /** The API's dev secret, for the page's fault switches; may be set after start. */
+  devSecret: string | undefined;
   close(): Promise<void>;
 }
 
 /** Serves the page alone on 127.0.0.1:`port` (0 picks a free port). */
-export async function startCheckoutOrigin(port: number, apiUrl: string): Promise<CheckoutOrigin> {
+export async function startCheckoutOrigin(
+  port: number,
+  apiUrl: string,
+  devSecret?: string,
+): Promise<CheckoutOrigin> {
   const served: CheckoutOrigin = {
     origin: '',
     apiUrl,
+    devSecret,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
     [Symbol.asyncDispose]: () => served.close(),
   };
-  const page = checkoutPage(() => ({ apiUrl: served.apiUrl }));
+  const page = checkoutPage(() => ({
+    apiUrl: served.apiUrl,
+    ...(served.devSecret ? { devSecret: served.devSecret } : {}),
+  }));
   const server = createServer((req, res) =>
     page(req, res, () => send(res, 404, 'text/plain', 'not found')),
   );

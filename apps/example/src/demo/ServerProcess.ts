@@ -25,6 +25,8 @@ export class ServerProcess {
     /** The tRPC endpoint it printed, e.g. `http://127.0.0.1:41234/trpc`. */
     readonly url: string,
     readonly exited: Promise<ServerExit>,
+    /** The dev secret it printed for `/dev/faults` (with IDEM_EXAMPLE_DEV_CONTROLS=1), or null. */
+    readonly devSecret: string | null,
   ) {}
 
   /** Starts a server with `env` on top of this process's, and waits until it listens. */
@@ -40,8 +42,12 @@ export class ServerProcess {
     const exited = new Promise<ServerExit>((resolve) =>
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
+    let devSecret: string | null = null;
     const url = await new Promise<string>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on('line', (line) => {
+        // Printed before the listening line.
+        const secret = /^fault switches on: .* X-Idem-Dev-Secret: ([0-9a-f]{64}) /.exec(line);
+        if (secret) devSecret = secret[1]!;
         const listening = /^listening on (\S+)/.exec(line);
         if (listening) return resolve(listening[1]!);
         if (line.startsWith('{')) {
@@ -56,7 +62,7 @@ export class ServerProcess {
         reject(new Error(`the server exited before listening (${exit.signal ?? exit.code})`)),
       );
     });
-    return new ServerProcess(child, url, exited);
+    return new ServerProcess(child, url, exited, devSecret);
   }
 
   get pid(): number {

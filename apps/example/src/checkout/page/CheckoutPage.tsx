@@ -14,15 +14,22 @@ interface FaultState {
   slowProcessor: boolean;
 }
 
+/** Where the fault switches are, and the secret they want (`X-Idem-Dev-Secret`). */
+export interface FaultControl {
+  url: string;
+  secret: string;
+}
+
 export interface CheckoutPageProps {
   attempts: AttemptLog;
   signedIn: boolean;
-  faultsUrl: string;
+  /** Null when the page was given no dev secret: the switches are off. */
+  faults: FaultControl | null;
   apiOrigin: string;
 }
 
 /** Create an order, pay for it, and watch every attempt: key, attempt, outcome. */
-export function CheckoutPage({ attempts, signedIn, faultsUrl, apiOrigin }: CheckoutPageProps) {
+export function CheckoutPage({ attempts, signedIn, faults, apiOrigin }: CheckoutPageProps) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   // The order of this checkout survives a reload of the tab, as the intent keys do.
@@ -122,7 +129,7 @@ export function CheckoutPage({ attempts, signedIn, faultsUrl, apiOrigin }: Check
           </button>
         )}
       </section>
-      <FaultSwitches url={faultsUrl} attempts={attempts} />
+      <FaultSwitches control={faults} attempts={attempts} />
       <section className="card">
         <h2>Server counts</h2>
         <p data-testid="counts">
@@ -201,32 +208,39 @@ function Attempts({ log }: { log: AttemptLog }) {
 }
 
 /**
- * The server's fault switches, when it serves them (IDEM_EXAMPLE_DEV_CONTROLS=1), read again
- * after every attempt (a drop or a 503 uses one up).
+ * The server's fault switches, when it serves them (IDEM_EXAMPLE_DEV_CONTROLS=1) and the page
+ * has its dev secret, read again after every attempt (a drop or a 503 uses one up).
  */
-function FaultSwitches({ url, attempts }: { url: string; attempts: AttemptLog }) {
-  const [state, setState] = useState<FaultState | null | 'off'>(null);
+function FaultSwitches({
+  control,
+  attempts,
+}: {
+  control: FaultControl | null;
+  attempts: AttemptLog;
+}) {
+  const [state, setState] = useState<FaultState | null | 'off'>(control ? null : 'off');
   const rows = useSyncExternalStore(attempts.subscribe, attempts.rows);
   useEffect(() => {
-    fetch(url).then(
+    if (!control) return;
+    fetch(control.url, { headers: { 'x-idem-dev-secret': control.secret } }).then(
       async (response) => setState(response.ok ? ((await response.json()) as FaultState) : 'off'),
       () => setState('off'),
     );
-  }, [url, rows]);
+  }, [control, rows]);
   const change = async (body: Partial<FaultState>) => {
-    const response = await fetch(url, {
+    const response = await fetch(control!.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', 'x-idem-dev-secret': control!.secret },
       body: JSON.stringify(body),
     });
-    setState((await response.json()) as FaultState);
+    setState(response.ok ? ((await response.json()) as FaultState) : 'off');
   };
   if (state === null) return null;
   if (state === 'off') {
     return (
       <section className="card note">
         Fault switches unavailable: the server has them off (IDEM_EXAMPLE_DEV_CONTROLS=1 turns them
-        on), or does not allow this origin.
+        on), this page was not given their secret, or the server does not allow this origin.
       </section>
     );
   }

@@ -21,6 +21,11 @@ const apiUrl = new URL(config.apiUrl, location.href).href;
 const token = new URLSearchParams(location.search).get('token');
 const headers = () => (token ? { authorization: `Bearer ${token}` } : {});
 
+// The fault switches' secret came in the HTML, which only this origin can read.
+const faults = config.devSecret
+  ? { url: `${new URL(apiUrl).origin}/dev/faults`, secret: config.devSecret }
+  : null;
+
 const attempts = new AttemptLog();
 const trpcClient = createTRPCClient<AppRouter>({
   links: [
@@ -43,7 +48,7 @@ createRoot(document.getElementById('root')!).render(
         <CheckoutPage
           attempts={attempts}
           signedIn={token !== null}
-          faultsUrl={`${new URL(apiUrl).origin}/dev/faults`}
+          faults={faults}
           apiOrigin={new URL(apiUrl).origin}
         />
       </TRPCProvider>

@@ -1,9 +1,10 @@
 /**
- * The example behind PgBouncer 1.18 in transaction mode (a private PgBouncer started here): with
- * IDEM_EXAMPLE_DATABASE_POOLER=transaction it serves a burst of keyed and identical requests
- * with no store error and one execution per key; with `none` it refuses to start and names the
- * fix; an unknown value is refused by readConfig. (The contract and crash suites run through
- * PgBouncer with the default, `auto`, in the `pgbouncer` project of vitest.config.ts.)
+ * The example behind PgBouncer 1.18 in transaction mode (a private PgBouncer started here, in
+ * front of the server IDEM_TEST_ADMIN_URL names): with IDEM_EXAMPLE_DATABASE_POOLER=transaction
+ * it serves a burst of keyed and identical requests with no store error and one execution per
+ * key; with `none` it refuses to start and names the fix; an unknown value is refused by
+ * readConfig. (The contract and crash suites run through PgBouncer with the default, `auto`, in
+ * the `pgbouncer` project of vitest.config.ts.)
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,8 +1,8 @@
 /**
  * The store behind PgBouncer 1.18 in transaction mode (a private PgBouncer started here, in front
- * of the PostgreSQL at 5432): the start-up probe tells a pooler from a direct connection, and a
- * store that prepares anyway falls back after the first missing prepared statement, once, with a
- * warning.
+ * of the server IDEM_TEST_ADMIN_URL names): the start-up probe tells a pooler from a direct
+ * connection, and a store that prepares anyway falls back after the first missing prepared
+ * statement, once, with a warning.
  */
 import {
   createTestDatabase,
@@ -33,6 +33,17 @@ describe.skipIf(!available)('behind PgBouncer in transaction mode', () => {
 
   it('the probe finds the pooler, and finds none on a direct connection', async () => {
     await using database = await createTestDatabase('idem_pooler_probe');
+    // The pooler forwards to the server the test database was created on, wherever it is.
+    const port = async (url: string) => {
+      const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+      try {
+        const [row] = await sql<{ port: number }[]>`select inet_server_port() as port`;
+        return row?.port;
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    };
+    expect(await port(bouncer.through(database.url))).toBe(await port(database.url));
     expect(await detectTransactionPooler(database.url)).toBe(false);
     expect(await detectTransactionPooler(bouncer.through(database.url))).toBe(true);
   });

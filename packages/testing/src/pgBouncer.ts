@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { postgresRequired } from './testDatabase.js';
+import { adminUrl, postgresRequired } from './testDatabase.js';
 import { freePort, serviceUser, waitForPort } from './systemUser.js';
 
 /** A private PgBouncer in transaction mode in front of one PostgreSQL server. */
@@ -36,26 +36,55 @@ export function pgBouncerAvailable(): boolean {
   return false;
 }
 
+/** The PostgreSQL server a PgBouncer forwards to, and the user (and password) it logs in as. */
+export interface PgBouncerServer {
+  host: string;
+  port: number;
+  user: string;
+  /** Sent to the server when it asks for one; none with trust auth. */
+  password?: string;
+}
+
+/**
+ * The server `IDEM_TEST_ADMIN_URL` names (as `adminUrl()` reads it: 127.0.0.1:5432 as `postgres`
+ * when unset), so that a pooler suite reaches the server its test databases are created on.
+ */
+export function adminServer(url = adminUrl()): PgBouncerServer {
+  const parsed = new URL(url);
+  const host = decodeURIComponent(parsed.hostname).replace(/^\[(.*)\]$/, '$1');
+  if (host === '') {
+    throw new Error(
+      'IDEM_TEST_ADMIN_URL must name a host for PgBouncer to forward to (postgres://user@host:port/db)',
+    );
+  }
+  return {
+    host,
+    port: parsed.port === '' ? 5432 : Number(parsed.port),
+    user: decodeURIComponent(parsed.username) || 'postgres',
+    ...(parsed.password === '' ? {} : { password: decodeURIComponent(parsed.password) }),
+  };
+}
+
 /**
  * Starts PgBouncer on a free port of 127.0.0.1 with `pool_mode = transaction` (the mode hosted
  * PostgreSQL offers, which cannot carry named prepared statements), every database forwarded to
- * `server` with trust auth, its config in a fresh temporary folder. Run as the `postgres` user
- * when we are root (PgBouncer refuses root). Dispose (or `stop`) to end it.
+ * `server` (defaults to the server of `IDEM_TEST_ADMIN_URL`: {@link adminServer}), trust auth for
+ * its clients, its config in a fresh temporary folder. Run as the `postgres` user when we are
+ * root (PgBouncer refuses root). Dispose (or `stop`) to end it.
  */
-export async function startPgBouncer(
-  server: { host: string; port: number; user: string } = {
-    host: '127.0.0.1',
-    port: 5432,
-    user: 'postgres',
-  },
-): Promise<PgBouncer> {
+export async function startPgBouncer(server: PgBouncerServer = adminServer()): Promise<PgBouncer> {
   const binary = pgBouncerBinary();
   if (binary === null) throw new Error('pgbouncer is not installed: apt-get install pgbouncer');
   const user = serviceUser();
   const dir = mkdtempSync(join(tmpdir(), 'idem-pgbouncer-'));
   user.own(dir);
   const port = await freePort();
-  writeFileSync(join(dir, 'userlist.txt'), `"${server.user}" ""\n`);
+  // The password, if any, is what PgBouncer answers the server's password request with.
+  const quoted = (value: string) => `"${value.replaceAll('"', '""')}"`;
+  writeFileSync(
+    join(dir, 'userlist.txt'),
+    `${quoted(server.user)} ${quoted(server.password ?? '')}\n`,
+  );
   writeFileSync(
     join(dir, 'pgbouncer.ini'),
     [

@@ -6,6 +6,8 @@
  * retry answered from the stored result. Waits are for page state and server state, never timers.
  */
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
@@ -98,8 +100,16 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
     const page = await context.newPage();
     const errors: string[] = [];
     page.on('pageerror', (error) => errors.push(error.message));
+    // The page's own policy must let it run: a script, style or call it blocks is a failure.
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) errors.push(message.text());
+    });
     onTestFinished(() => expect(errors).toEqual([]));
     await page.goto(`${origin}/?token=${tokenFor(account)}`);
+    // The inline style is allowed by its hash.
+    expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(
+      'rgb(244, 245, 247)',
+    );
     return { page, account };
   }
 
@@ -279,6 +289,28 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
     // Without Access-Control-Expose-Headers, the replay would read as a first execution ('ok').
     expectDroppedThenReplayed(await attempts(page), key);
     await expectOneOrderOneCharge(page, account);
+  });
+
+  it('a page on another origin cannot frame the checkout page', async () => {
+    // The framing page, on a loopback origin of its own (Chromium refuses a public page framing a
+    // loopback one before any policy counts: that would prove nothing).
+    const framer = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<iframe src="${apiOrigin()}/" width="600" height="400"></iframe>`);
+    });
+    await new Promise<void>((resolve) => framer.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => framer.close(() => resolve())));
+    const context = await browser.newContext();
+    onTestFinished(() => context.close());
+    const page = await context.newPage();
+    const refused = page.waitForEvent('console', {
+      predicate: (message) => /frame-ancestors 'none'/.test(message.text()),
+    });
+    await page.goto(`http://localhost:${(framer.address() as AddressInfo).port}/`);
+    await refused;
+    const framed = page.frames().filter((frame) => frame !== page.mainFrame());
+    expect(framed).toHaveLength(1);
+    expect(await framed[0]!.locator('#root').count()).toBe(0);
   });
 
   it('an origin the API does not list is refused by the browser: nothing reaches the server', async () => {

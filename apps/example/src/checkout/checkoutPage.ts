@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -45,18 +46,7 @@ export function bundleCheckout(): Promise<string> {
   ));
 }
 
-/** The page's HTML, with its configuration. */
-export function checkoutHtml(config: CheckoutConfig): string {
-  // JSON inside a script element: escape "<" so no value can close the element.
-  const json = JSON.stringify(config).replace(/</g, '\\u003c');
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>idem checkout</title>
-<link rel="icon" href="data:,">
-<style>
+const STYLE = `
   body { font: 14px/1.45 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2430; }
   main { max-width: 760px; margin: 0 auto; padding: 16px; }
   h1 { font-size: 20px; margin: 0 0 2px; } h2 { font-size: 14px; margin: 0 0 6px; }
@@ -73,7 +63,49 @@ export function checkoutHtml(config: CheckoutConfig): string {
   tr.unavailable td, tr.connection-lost td, tr.in-progress td { background: #fff4e5; }
   tr.sending td { color: #5b6472; }
   code { font-size: 12px; }
-</style>
+`;
+
+const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64');
+
+/**
+ * The headers of every response of the page's origin. The policy lets the page run its own
+ * script and its one inline style (by hash), call its API and nothing else, and never be framed:
+ * the HTML may hold the dev secret, and a framed page could be clicked by another site.
+ */
+export function checkoutHeaders(config: CheckoutConfig): Record<string, string> {
+  // `/trpc` is this origin; an absolute URL is another one, which the page calls through CORS.
+  const absolute = /^[a-z][a-z0-9+.-]*:/i.test(config.apiUrl);
+  const connect = absolute ? `'self' ${new URL(config.apiUrl).origin}` : "'self'";
+  return {
+    'content-security-policy': [
+      "default-src 'none'",
+      "script-src 'self'",
+      `style-src 'sha256-${STYLE_HASH}'`,
+      `connect-src ${connect}`,
+      // The favicon is `data:,`.
+      'img-src data:',
+      "base-uri 'none'",
+      "form-action 'none'",
+      "frame-ancestors 'none'",
+    ].join('; '),
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
+  };
+}
+
+/** The page's HTML, with its configuration. */
+export function checkoutHtml(config: CheckoutConfig): string {
+  // JSON inside a script element: escape "<" so no value can close the element.
+  const json = JSON.stringify(config).replace(/</g, '\\u003c');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>idem checkout</title>
+<link rel="icon" href="data:,">
+<style>${STYLE}</style>
 </head>
 <body>
 <div id="root"></div>
@@ -93,17 +125,20 @@ export function checkoutPage(config: CheckoutConfig | (() => CheckoutConfig)) {
   return (req: IncomingMessage, res: ServerResponse, next: () => void): void => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const pageConfig = configOf();
+    const headers = checkoutHeaders(pageConfig);
     if (path === '/' || path === '/index.html') {
       // The HTML holds the dev secret: no other origin may read it, listed for CORS or not.
       for (const name of res.getHeaderNames()) {
         if (name.startsWith('access-control-')) res.removeHeader(name);
       }
-      return send(res, 200, 'text/html; charset=utf-8', checkoutHtml(configOf()));
+      return send(res, 200, 'text/html; charset=utf-8', checkoutHtml(pageConfig), headers);
     }
     if (path === '/checkout.js') {
       void bundleCheckout().then(
-        (code) => send(res, 200, 'text/javascript; charset=utf-8', code),
-        (error: unknown) => send(res, 500, 'text/plain', `bundling failed: ${String(error)}`),
+        (code) => send(res, 200, 'text/javascript; charset=utf-8', code, headers),
+        (error: unknown) =>
+          send(res, 500, 'text/plain', `bundling failed: ${String(error)}`, headers),
       );
       return;
     }
@@ -142,8 +177,11 @@ export async function startCheckoutOrigin(
     apiUrl: served.apiUrl,
     ...(served.devSecret ? { devSecret: served.devSecret } : {}),
   }));
+  // Every response of this origin carries the page's headers, a 404 too.
   const server = createServer((req, res) =>
-    page(req, res, () => send(res, 404, 'text/plain', 'not found')),
+    page(req, res, () =>
+      send(res, 404, 'text/plain', 'not found', checkoutHeaders({ apiUrl: served.apiUrl })),
+    ),
   );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -153,7 +191,13 @@ export async function startCheckoutOrigin(
   return served;
 }
 
-function send(res: ServerResponse, status: number, type: string, body: string): void {
-  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+function send(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string,
+  headers: Record<string, string>,
+): void {
+  res.writeHead(status, { ...headers, 'content-type': type, 'cache-control': 'no-store' });
   res.end(body);
 }

@@ -2,7 +2,7 @@
  * The one door to tRPC's internals (`@trpc/server/unstable-core-do-not-import`): nothing else in
  * `@idem/server` imports that subpath. Its names may change in any tRPC release, so the peer range
  * of `@trpc/server` is bounded to the minor version the tests ran on, and
- * `trpc/trpcInternals.test.ts` (the canary) replays through `createCaller` to prove these still
+ * `test/trpcInternals.test.ts` (the canary) replays through `createCaller` to prove these still
  * mean what idem relies on. Public alternatives are used wherever tRPC has one:
  * `TRPCProcedureBuilder` and `TRPCUnsetMarker` from `@trpc/server`, `TRPC_ERROR_CODES_BY_KEY` from
  * `@trpc/server/rpc`.

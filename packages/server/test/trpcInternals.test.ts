@@ -1,17 +1,17 @@
 /**
- * The canary of `trpcInternals.ts`: idem answers replays without calling `next()`, with a result
- * marked by tRPC's internal `middlewareMarker`, and stores failures under tRPC's code table. If a
- * tRPC release changes either, these calls through `createCaller` fail here first.
+ * The canary of `src/trpc/trpcInternals.ts`: idem answers replays without calling `next()`, with a
+ * result marked by tRPC's internal `middlewareMarker`, and stores failures under tRPC's code table.
+ * If a tRPC release changes either, these calls through `createCaller` fail here first.
  */
 import { initTRPC, TRPCError } from '@trpc/server';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';
 import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { pgliteEnv, type TestEnv } from '../../test/fixtures/databases.js';
-import { createIdempotency } from '../createIdempotency.js';
-import { idemContext, type IdemContext } from '../request/idemContext.js';
-import { trpcMiddlewareMarker } from './trpcInternals.js';
+import { pgliteEnv, type TestEnv } from './fixtures/databases.js';
+import { createIdempotency } from '../src/createIdempotency.js';
+import { idemContext, type IdemContext } from '../src/request/idemContext.js';
+import { trpcMiddlewareMarker } from '../src/trpc/trpcInternals.js';
 
 type Ctx = IdemContext & { account: string };
 const t = initTRPC.context<Ctx>().meta<IdemMeta>().create();

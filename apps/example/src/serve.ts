@@ -19,7 +19,7 @@ if (example.devSecret) {
 }
 process.stdout.write(`listening on ${example.url} (${example.database.where})\n`);
 process.stdout.write(
-  `checkout page: ${new URL('/', example.url).href}?token=<pnpm demo-token acct_alice1>${config.devControls ? ' (fault switches on)' : ''}\n`,
+  `checkout page: ${new URL('/', example.url).href} (sign in with the token of pnpm demo-token acct_alice1)${config.devControls ? ' (fault switches on)' : ''}\n`,
 );
 log({
   msg: 'started',

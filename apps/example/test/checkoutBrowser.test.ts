@@ -105,12 +105,32 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
       if (/Content Security Policy/i.test(message.text())) errors.push(message.text());
     });
     onTestFinished(() => expect(errors).toEqual([]));
-    await page.goto(`${origin}/?token=${tokenFor(account)}`);
+    // The token never shows in an address: not the page's, not a request's.
+    const token = tokenFor(account);
+    const addresses: string[] = [];
+    page.on('framenavigated', (frame) => addresses.push(frame.url()));
+    page.on('request', (request) => addresses.push(request.url()));
+    onTestFinished(async () => {
+      expect(addresses.length).toBeGreaterThan(0);
+      expect(addresses.filter((address) => address.includes(token))).toEqual([]);
+      expect(page.isClosed() || !page.url().includes(token)).toBe(true);
+      expect(await context.cookies()).toEqual([]);
+    });
+    await page.goto(`${origin}/`);
     // The inline style is allowed by its hash.
     expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(
       'rgb(244, 245, 247)',
     );
+    await signIn(page, token);
     return { page, account };
+  }
+
+  /** Pastes the token into the sign-in form; the page keeps it in the tab's sessionStorage. */
+  async function signIn(page: Page, token: string): Promise<void> {
+    await page.getByTestId('token').fill(token);
+    await page.getByTestId('sign-in-button').click();
+    await page.getByTestId('create-order').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('checkout:token'))).toBe(token);
   }
 
   async function createOrder(page: Page): Promise<string> {
@@ -289,6 +309,23 @@ describe.skipIf(!available || !CHROMIUM)('the checkout page in Chromium', () => 
     // Without Access-Control-Expose-Headers, the replay would read as a first execution ('ok').
     expectDroppedThenReplayed(await attempts(page), key);
     await expectOneOrderOneCharge(page, account);
+  });
+
+  it('ignores a token in the URL, and refuses a token the server did not sign', async () => {
+    const context = await browser.newContext();
+    onTestFinished(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`${apiOrigin()}/?token=${tokenFor(`acct_url${process.pid}`)}`);
+    await page.getByTestId('sign-in').waitFor();
+    expect(await page.getByTestId('create-order').count()).toBe(0);
+    await page.getByTestId('token').fill('acct_alice1');
+    await page.getByTestId('sign-in-button').click();
+    await page.getByText('not a demo token').waitFor();
+    await signIn(page, tokenFor('acct_alice1', 'another secret'));
+    await page.getByTestId('token-refused').waitFor();
+    await page.getByTestId('sign-out').click();
+    await page.getByTestId('sign-in').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('checkout:token'))).toBeNull();
   });
 
   it('a page on another origin cannot frame the checkout page', async () => {

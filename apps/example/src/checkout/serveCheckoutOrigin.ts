@@ -13,7 +13,7 @@ const devSecret = process.env.IDEM_EXAMPLE_DEV_SECRET || undefined;
 if (devSecret !== undefined) assertDevSecret(devSecret, 'IDEM_EXAMPLE_DEV_SECRET');
 const served = await startCheckoutOrigin(port, apiUrl, devSecret);
 process.stdout.write(
-  `checkout page on ${served.origin}/?token=<pnpm demo-token acct_alice1>, calling ${apiUrl}\n` +
+  `checkout page on ${served.origin}/ (sign in with the token of pnpm demo-token acct_alice1), calling ${apiUrl}\n` +
     `(the API needs IDEM_EXAMPLE_CORS_ORIGINS=${served.origin}; ` +
     `fault switches ${devSecret ? 'on' : 'off: IDEM_EXAMPLE_DEV_SECRET=<the secret the API printed> turns them on'})\n`,
 );

@@ -2,6 +2,7 @@ import { useIntentKey } from '@idem/react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState, useSyncExternalStore } from 'react';
 import type { AttemptLog, AttemptRow } from './AttemptLog.js';
+import { demoToken, SignIn } from './SignIn.js';
 import { useTRPC } from './trpc.js';
 
 const CART = { sku: 'idem-mug', quantity: 1 } as const;
@@ -22,14 +23,32 @@ export interface FaultControl {
 
 export interface CheckoutPageProps {
   attempts: AttemptLog;
-  signedIn: boolean;
   /** Null when the page was given no dev secret: the switches are off. */
   faults: FaultControl | null;
   apiOrigin: string;
 }
 
+/** Sign in with a demo token, then the checkout. */
+export function CheckoutPage(props: CheckoutPageProps) {
+  const queryClient = useQueryClient();
+  const [signedIn, setSignedIn] = useState(() => demoToken.read() !== null);
+  if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
+  const onSignOut = () => {
+    demoToken.forget();
+    sessionStorage.removeItem(ORDER_ENTRY);
+    queryClient.clear();
+    setSignedIn(false);
+  };
+  return <Checkout {...props} onSignOut={onSignOut} />;
+}
+
 /** Create an order, pay for it, and watch every attempt: key, attempt, outcome. */
-export function CheckoutPage({ attempts, signedIn, faults, apiOrigin }: CheckoutPageProps) {
+function Checkout({
+  attempts,
+  faults,
+  apiOrigin,
+  onSignOut,
+}: CheckoutPageProps & { onSignOut: () => void }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   // The order of this checkout survives a reload of the tab, as the intent keys do.
@@ -48,8 +67,8 @@ export function CheckoutPage({ attempts, signedIn, faults, apiOrigin }: Checkout
       payIntent.key ? { trpc: { context: { idempotencyKey: payIntent.key } } } : {},
     ),
   );
-  const stats = useQuery({ ...trpc.processor.stats.queryOptions(), enabled: signedIn });
-  const orders = useQuery({ ...trpc.orders.list.queryOptions(), enabled: signedIn });
+  const stats = useQuery(trpc.processor.stats.queryOptions());
+  const orders = useQuery(trpc.orders.list.queryOptions());
 
   const onCreate = () => {
     const key = createIntent.key!;
@@ -77,24 +96,21 @@ export function CheckoutPage({ attempts, signedIn, faults, apiOrigin }: Checkout
     pay.reset();
   };
 
-  if (!signedIn) {
-    return (
-      <main>
-        <h1>idem checkout</h1>
-        <p>
-          Open this page with a demo token: <code>?token=</code> and the output of{' '}
-          <code>pnpm demo-token acct_alice1</code>.
-        </p>
-      </main>
-    );
-  }
   return (
     <main>
       <h1>idem checkout</h1>
       <p className="note">
         API {apiOrigin}
-        {apiOrigin === location.origin ? ' (same origin)' : ' (another origin: CORS)'}
+        {apiOrigin === location.origin ? ' (same origin)' : ' (another origin: CORS)'} ·{' '}
+        <button className="link" data-testid="sign-out" onClick={onSignOut}>
+          sign out
+        </button>
       </p>
+      {orders.error?.data?.code === 'UNAUTHORIZED' && (
+        <p className="error" data-testid="token-refused">
+          The server refused this token (signed with another secret?): sign out and paste another.
+        </p>
+      )}
       <section className="card">
         <h2>1. Order</h2>
         <p>

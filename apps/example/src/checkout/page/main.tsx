@@ -12,14 +12,18 @@ import type { AppRouter } from '../../createAppRouter.js';
 import type { CheckoutConfig } from '../checkoutPage.js';
 import { AttemptLog } from './AttemptLog.js';
 import { CheckoutPage } from './CheckoutPage.js';
+import { demoToken } from './SignIn.js';
 import { TRPCProvider } from './trpc.js';
 
 const config = JSON.parse(
   document.getElementById('checkout-config')!.textContent!,
 ) as CheckoutConfig;
 const apiUrl = new URL(config.apiUrl, location.href).href;
-const token = new URLSearchParams(location.search).get('token');
-const headers = () => (token ? { authorization: `Bearer ${token}` } : {});
+// Read at every request: the token the user signed in with, from this tab's storage.
+const headers = (): Record<string, string> => {
+  const token = demoToken.read();
+  return token ? { authorization: `Bearer ${token}` } : {};
+};
 
 // The fault switches' secret came in the HTML, which only this origin can read.
 const faults = config.devSecret
@@ -45,12 +49,7 @@ createRoot(document.getElementById('root')!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
-        <CheckoutPage
-          attempts={attempts}
-          signedIn={token !== null}
-          faults={faults}
-          apiOrigin={new URL(apiUrl).origin}
-        />
+        <CheckoutPage attempts={attempts} faults={faults} apiOrigin={new URL(apiUrl).origin} />
       </TRPCProvider>
     </QueryClientProvider>
   </StrictMode>,

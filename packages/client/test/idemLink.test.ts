@@ -1,7 +1,8 @@
 /**
  * The link against a plain tRPC server (no idem middleware) behind the fault proxy: what goes on
  * the wire, which failures are retried, and how batching is kept away from keyed mutations. The
- * end-to-end suite (`e2e.postgres.test.ts`) repeats the important cases against the real middleware.
+ * end-to-end suite (`packages/tests/test/idemLinkEndToEnd.test.ts`) repeats the important cases
+ * against the real middleware on PostgreSQL.
  */
 import { IDEMPOTENCY_KEY_HEADER } from '@idem/contract';
 import { httpBatchLink, TRPCClientError } from '@trpc/client';
@@ -14,8 +15,7 @@ import {
   RetryBudget,
   withIdempotencyKey,
 } from '../src/index.js';
-import { htmlPage, type FaultProxy } from './fixtures/FaultProxy.js';
-import { testMeter } from '@idem/testing';
+import { htmlPage, testMeter, type FaultProxy } from '@idem/testing';
 import { startShopServer, type ShopServer } from './fixtures/shopServer.js';
 import type { RecordedCall, ShopRouter } from './fixtures/shopRouter.js';
 

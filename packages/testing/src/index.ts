@@ -14,3 +14,6 @@ export type { PgBouncer } from './pgBouncer.js';
 export { createPrivateCluster, createStandby, privateClustersAvailable } from './privateCluster.js';
 export type { PrivateCluster } from './privateCluster.js';
 export { freePort } from './systemUser.js';
+export { FaultProxy, htmlPage } from './FaultProxy.js';
+export type { Fault, FaultPlan, ProxiedRequest } from './FaultProxy.js';
+export { listen } from './listen.js';

@@ -9,7 +9,7 @@ import {
   type IdempotentErrorShape,
   type IdempotentInput,
   type IdempotentPath,
-} from '../src/index.js';
+} from '@idem/client';
 import type { OrdersRouter } from './fixtures/ordersApp.js';
 
 expectTypeOf<IdempotentPath<OrdersRouter>>().toEqualTypeOf<'orders.create'>();

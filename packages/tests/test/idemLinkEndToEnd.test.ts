@@ -6,7 +6,15 @@
 import { randomUUID } from 'node:crypto';
 import { IDEMPOTENCY_KEY_HEADER } from '@idem/contract';
 import { createPostgresJsStore, migrate } from '@idem/store-drizzle/postgres-js';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
+import {
+  createTestDatabase,
+  FaultProxy,
+  htmlPage,
+  listen,
+  postgresAvailable,
+  type ProxiedRequest,
+  type TestDatabase,
+} from '@idem/testing';
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import { and, count, eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';
@@ -20,9 +28,7 @@ import {
   type IdemGiveUpEvent,
   type IdemLinkOptions,
   type IdemRetryEvent,
-} from '../src/index.js';
-import { FaultProxy, htmlPage, type ProxiedRequest } from './fixtures/FaultProxy.js';
-import { listen } from './fixtures/listen.js';
+} from '@idem/client';
 import {
   createE2eOrdersTable,
   createOrdersApp,

@@ -1,8 +1,9 @@
 /**
  * Input `adminCommands` refuses before anything is read or written: a resolution a replay could
  * not use or without the procedure's windows, a key without the app's secret, an unknown
- * operation id. Its message says what to give instead; `idem-admin` prints it as a usage error
- * (exit 2). A `TypeError`, branded, so the check survives two installed copies of this package.
+ * operation id; and a command line `idem-admin` refuses before opening the database. Its message
+ * is one line saying what to give instead; `idem-admin` prints it as a usage error (exit 2). A
+ * `TypeError`, branded, so the check survives two installed copies of this package.
  */
 export class AdminInputError extends TypeError {
   readonly isAdminInputError = true;

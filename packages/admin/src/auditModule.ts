@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { auditRouter, type RouterAudit } from '@idem/server';
+import { AdminInputError } from './AdminInputError.js';
 import type { AnyTRPCRouter } from '@trpc/server';
 
 /** What `idem-admin audit <module>` found. */
@@ -28,7 +29,7 @@ export async function auditModule(
   cwd: string = process.cwd(),
 ): Promise<ModuleAudit> {
   const path = resolve(cwd, file);
-  if (!existsSync(path)) throw new Error(`no module at ${path}`);
+  if (!existsSync(path)) throw new AdminInputError(`no module at ${path}`);
   const exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   const routers = Object.entries(exports).filter(([, value]) => isRouter(value));
   const chosen = exportName
@@ -39,7 +40,7 @@ export async function auditModule(
       (routers.length === 1 ? routers[0] : undefined));
   if (!chosen) {
     const found = routers.map(([name]) => name).join(', ') || 'none';
-    throw new Error(
+    throw new AdminInputError(
       exportName
         ? `${path} has no router export named ${exportName} (router exports: ${found})`
         : `${path}: name the router with --export (router exports: ${found})`,

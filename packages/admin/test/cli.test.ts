@@ -124,7 +124,7 @@ describe('idem-admin usage errors', () => {
     [
       'a mistyped option',
       [...completed, ...body, '--replay-windw', '7d', '--retention', '14d'],
-      /Unknown option '--replay-windw'/,
+      /unknown option --replay-windw \(did you mean --replay-window\?\)/,
     ],
     [
       'a window that is no duration',

@@ -79,8 +79,9 @@ export interface ExampleConfig {
   databaseStatementTimeoutMs: number;
   /**
    * `IDEM_EXAMPLE_DEV_CONTROLS=1`: serve `GET`/`POST /dev/faults`, the fault switches of the
-   * checkout page (drop the next response, a 503 burst, a slow processor). Defaults to off: anyone
-   * who can reach the server could then break it. Any other value than `1` or `0` is refused.
+   * checkout page (drop the next response, a 503 burst, a slow processor), behind a secret made
+   * and printed at start-up. Defaults to off: whoever reads the secret could break the server.
+   * Any other value than `1` or `0` is refused.
    */
   devControls: boolean;
   /**

@@ -10,13 +10,15 @@
  * so a usage error answers at once.
  */
 import { isAdminInputError } from './AdminInputError.js';
-import { parseCommandLine, USAGE, wantsVerbose, type Invocation } from './commandLine.js';
+import { parseCommandLine, type Invocation } from './commandLine.js';
+import { wantsVerbose } from './commandOptions.js';
 import {
   describeConnectionFailure,
   firstLine,
   openDatabase,
   type Database,
 } from './databaseConnection.js';
+import { USAGE } from './usage.js';
 
 const EXIT = { done: 0, failed: 1, usage: 2, unreachable: 3 } as const;
 const HELP_HINT = ' (see idem-admin --help)';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isAdminInputError } from './AdminInputError.js';
-import { MAX_LIMIT, MAX_WINDOW_MS, parseCommandLine, wantsVerbose } from './commandLine.js';
+import { parseCommandLine } from './commandLine.js';
+import { MAX_LIMIT, MAX_WINDOW_MS, wantsVerbose } from './commandOptions.js';
 
 const ID = '47e280e2-ca40-4b44-8448-51622564c56e';
 const HASH = 'ab'.repeat(32);

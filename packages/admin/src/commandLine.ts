@@ -1,6 +1,15 @@
-import { AdminInputError } from './AdminInputError.js';
 import type { AdminResolution } from './adminCommands.js';
-import { CONNECT_TIMEOUT_S } from './databaseConnection.js';
+import {
+  closestName,
+  GLOBAL_OPTIONS,
+  MAX_LIMIT,
+  MAX_WINDOW_MS,
+  OPTIONS,
+  refuse,
+  tokenize,
+  wholeNumber,
+  type OptionName,
+} from './commandOptions.js';
 import { parseDuration } from './parseDuration.js';
 
 /*
@@ -12,78 +21,9 @@ import { parseDuration } from './parseDuration.js';
  * once.
  */
 
-export const USAGE = `usage: idem-admin <command> [options] [--verbose]
-  audit <module> [--export name]   exits 1 when a mutation of the router the module exports is
-                                   undecided or idem is misplaced (lazy() routers included)
-record commands (DATABASE_URL must be set):
-  show <operationId> [--show-bodies]
-  find --scope S --procedure P (--key K | --key-hash H) [--show-bodies]
-                                   --key needs IDEM_KEY_SECRET: the app's keySecret
-  stuck [--grace-ms 300000] [--limit 50] [--show-bodies]
-                                   --grace-ms: 0 to 3153600000000 (100 years); --limit: 1 to 10000
-  resolve <operationId> --state COMPLETED|TERMINAL_FAILURE|RETRYABLE_FAILURE --actor A --note N
-          COMPLETED:        --body '<the procedure's output as JSON>' [--status 200]
-                            --replay-window D --retention D
-          TERMINAL_FAILURE: --body '{"code":"NOT_FOUND","message":"..."}' (a 4xx tRPC code)
-                            [--status: the code's, e.g. 404; another is refused]
-                            --replay-window D --retention D
-          RETRYABLE_FAILURE: --retention D; no --status, --body or --replay-window
-                            (the next retry runs again, resuming from the record's steps)
-          --replay-window, --retention: the procedure's replayWindowMs and retentionMs (no
-                            defaults; idem's are 24h and 72h), as durations: 7d, 24h, 90m, 30s,
-                            1500ms, at most 36500d. The retention is at least the replay window.
-  history <operationId>            the audit rows of a record (resolutions by hand)
-  reap [--limit 500]               --limit: 1 to 10000
-  erase --scope S
-  operation ids are uuids (47e280e2-ca40-4b44-8448-51622564c56e); each option is given once
-global options:
-  --verbose                        print the stack trace of a failure
-  --help, -h                       print this help
-exit codes:
-  0  done (audit: every mutation decided)
-  1  audit found an undecided or misplaced mutation, or an unexpected failure (one line;
-     the stack with --verbose)
-  2  a usage error (unknown command or option, a missing or malformed value, DATABASE_URL
-     not set), or the record asked for does not exist or changed meanwhile; nothing written
-  3  the database cannot be reached: refused, unknown host, no answer within the connect
-     timeout (${CONNECT_TIMEOUT_S} s; ?connect_timeout=N in DATABASE_URL or PGCONNECT_TIMEOUT),
-     or the login refused`;
-
-/** The largest `--limit`: one statement's batch, well inside what the store takes (2^31 - 1). */
-export const MAX_LIMIT = 10_000;
-/**
- * The longest `--grace-ms`, `--replay-window` and `--retention`: 100 years. The database's clock
- * minus some 6,700 years leaves PostgreSQL's timestamps (4713 BC), and a record kept some 274,000
- * years is dated past what a JavaScript Date reads.
- */
-export const MAX_WINDOW_MS = 36_500 * 86_400_000;
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EXAMPLE_ID = '47e280e2-ca40-4b44-8448-51622564c56e';
 const STATES = ['COMPLETED', 'TERMINAL_FAILURE', 'RETRYABLE_FAILURE'] as const;
-
-/** Every option, with what its value is (`undefined`: a flag, which takes none). */
-const OPTIONS = {
-  scope: 'a scope',
-  procedure: 'a procedure path',
-  key: 'an idempotency key',
-  'key-hash': 'a key hash',
-  'grace-ms': `a whole number of milliseconds from 0 to ${MAX_WINDOW_MS} (100 years)`,
-  limit: `a whole number from 1 to ${MAX_LIMIT}`,
-  state: 'COMPLETED, TERMINAL_FAILURE or RETRYABLE_FAILURE',
-  actor: 'a name',
-  note: 'a note',
-  status: 'an HTTP status from 100 to 599',
-  body: 'a JSON body',
-  'replay-window': 'a duration such as 24h',
-  retention: 'a duration such as 72h',
-  export: 'an export name',
-  'show-bodies': undefined,
-  verbose: undefined,
-  help: undefined,
-} as const;
-type OptionName = keyof typeof OPTIONS;
-const GLOBAL_OPTIONS: readonly OptionName[] = ['verbose', 'help'];
 
 /** Each command: what its one argument is, if it takes one, and the options it reads. */
 const COMMANDS = {
@@ -123,117 +63,6 @@ export type Invocation =
   | { command: 'reap'; limit: number }
   | { command: 'erase'; scope: string };
 
-/** The command line split: its options by name (a flag as true) and its arguments. */
-interface Tokens {
-  values: Map<OptionName, string | true>;
-  positionals: string[];
-}
-
-function refuse(message: string): never {
-  throw new AdminInputError(message);
-}
-
-/** Whether `--verbose` is on the line (before a `--`), however the rest of it reads. */
-export function wantsVerbose(argv: readonly string[]): boolean {
-  const end = argv.indexOf('--');
-  return (end === -1 ? argv : argv.slice(0, end)).includes('--verbose');
-}
-
-/** The closest of `names` to `name` (at most two edits away), for a "did you mean". */
-function closest(name: string, names: readonly string[]): string | undefined {
-  const distance = (a: string, b: string) => {
-    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-    for (let i = 1; i <= a.length; i++) {
-      const next = [i];
-      for (let j = 1; j <= b.length; j++) {
-        next[j] = Math.min(
-          row[j]! + 1,
-          next[j - 1]! + 1,
-          row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
-        );
-      }
-      row = next;
-    }
-    return row[b.length]!;
-  };
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const candidate of names) {
-    const d = distance(name, candidate);
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
-}
-
-const isOption = (name: string): name is OptionName => Object.hasOwn(OPTIONS, name);
-
-/** Splits the line into options and arguments; refuses unknown, repeated and valueless options. */
-function tokenize(argv: readonly string[]): Tokens {
-  const values = new Map<OptionName, string | true>();
-  const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg === '-h') {
-      values.set('help', true);
-      continue;
-    }
-    if (!arg.startsWith('-') || arg === '-' || /^-[0-9]/.test(arg)) {
-      positionals.push(arg);
-      continue;
-    }
-    if (!arg.startsWith('--')) {
-      refuse(`unknown option ${JSON.stringify(arg)}: options are long, such as --limit 50`);
-    }
-    const equals = arg.indexOf('=');
-    const name = equals === -1 ? arg.slice(2) : arg.slice(2, equals);
-    if (!isOption(name)) {
-      const guess = closest(name, Object.keys(OPTIONS));
-      refuse(`unknown option --${name}${guess ? ` (did you mean --${guess}?)` : ''}`);
-    }
-    let value: string | true;
-    const takes = OPTIONS[name];
-    if (takes === undefined) {
-      if (equals !== -1) refuse(`--${name} takes no value, got ${JSON.stringify(arg)}`);
-      value = true;
-    } else if (equals !== -1) {
-      value = arg.slice(equals + 1);
-    } else {
-      const next = argv[i + 1];
-      // A value never starts with "--": that is the next option, and this one lacks its value.
-      if (next === undefined || next.startsWith('--')) {
-        refuse(
-          next === undefined
-            ? `--${name} needs a value after it: ${takes}`
-            : `--${name} needs a value before ${next}: ${takes} (--${name}=... for a value starting with --)`,
-        );
-      }
-      value = next;
-      i++;
-    }
-    if (values.has(name)) {
-      if (takes === undefined) refuse(`--${name} is given twice: give it once`);
-      refuse(
-        `--${name} is given twice (${JSON.stringify(values.get(name))} and ${JSON.stringify(value)}): give it once`,
-      );
-    }
-    values.set(name, value);
-  }
-  return { values, positionals };
-}
-
-/** A whole number from `min` to `max`, or a usage error naming the option and what it takes. */
-function wholeNumber(option: OptionName, text: string, min: number, max: number): number {
-  const value = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    refuse(`--${option} takes ${OPTIONS[option]}, got ${JSON.stringify(text)}`);
-  }
-  return value;
-}
-
 function operationIdOf(command: CommandName, text: string): string {
   if (!UUID.test(text)) {
     refuse(
@@ -257,7 +86,7 @@ export async function parseCommandLine(
   const commands = Object.keys(COMMANDS);
   if (command === undefined) refuse(`give a command: ${commands.join(', ')}`);
   if (!Object.hasOwn(COMMANDS, command)) {
-    const guess = closest(command, commands);
+    const guess = closestName(command, commands);
     refuse(
       `unknown command ${JSON.stringify(command)}${guess ? ` (did you mean ${guess}?)` : ''}; the commands: ${commands.join(', ')}`,
     );

@@ -41,6 +41,7 @@ function createReportsApp(db: ReturnType<typeof drizzle>) {
     keySecret: 'k'.repeat(32),
     store: createPostgresJsStore(db),
     scope: () => 'acct',
+    statusLocation: '/trpc/reports.status',
   });
   const runs: string[] = [];
   let unavailable = true;

@@ -29,7 +29,11 @@ import {
 } from './workers/createCompleter.js';
 import { createOperationTools, type OperationTools } from './operations/operationTools.js';
 import type { TextCipher } from './replay/aesGcmCipher.js';
-import type { AcceptedOperation } from './replay/acceptedResponse.js';
+import {
+  keepStatusLocation,
+  type AcceptedOperation,
+  type StatusLocation,
+} from './replay/acceptedResponse.js';
 import { checkedKeySecrets } from './request/keyHash.js';
 import { operationStatusQuery } from './operations/operationStatusProcedure.js';
 import {
@@ -76,6 +80,19 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
    * starts at once in the accepting process, with no limit. See {@link QueueOptions}.
    */
   queue?: QueueOptions;
+  /**
+   * Where the 202 of accepted work (`respond: 'accepted'`) tells the caller to poll: its
+   * `Location` header. Either the URL path of your status query (the one mounted with
+   * `idem.operationStatusQuery`), e.g. `'/trpc/jobs.status'`, to which idem appends
+   * `?input=` and `{"operationId":"..."}` URL-encoded (a tRPC GET without a transformer); or a
+   * function of the operation id that returns the address, for anything else. With superjson the
+   * input is wrapped:
+   * `(id) => '/trpc/jobs.status?input=' + encodeURIComponent(JSON.stringify({ json: { operationId: id } }))`.
+   * The address may be relative to the request (a path) or absolute. No default: idem does not
+   * know where you mounted the status query, so an accepted procedure without it is a start-up
+   * error.
+   */
+  statusLocation?: StatusLocation;
   /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
   defaults?: IdempotencyOptions;
   /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
@@ -84,7 +101,10 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
   onEvent?: (event: IdemServerEvent) => void;
   /** Lease owner recorded on claims. Defaults to `<hostname>:<pid>:<random>`. */
   owner?: string;
-  /** Milliseconds a 409 in-progress answer asks the client to wait. Defaults to 1000. */
+  /**
+   * Milliseconds a 409 in-progress answer, and a 202 of accepted work (its `Retry-After`), ask
+   * the client to wait. Defaults to 1000.
+   */
   inProgressRetryAfterMs?: number;
   /**
    * The poison cap of external-mode work: a record whose work was taken over this many times (its
@@ -155,7 +175,8 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>>;
   /**
    * Long-running work (`respond: 'accepted'`, external mode): every request is answered 202 with
-   * `{ operationId, state }` while the work goes on. The procedure's output type, as the client
+   * `{ operationId, state }`, `Location` (from `statusLocation`, required) and `Retry-After`
+   * while the work goes on. The procedure's output type, as the client
    * sees it, is what the wire carries: {@link AcceptedOperation}, whatever the handler returns
    * (its result is read with `operationStatus`).
    */
@@ -186,6 +207,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   const keySecrets = checkedKeySecrets(options.keySecret, options.previousKeySecrets);
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
   const runtime = createIdemRuntime(options, defaults, keySecrets);
+  keepStatusLocation(runtime, options.statusLocation);
   const t = buildPlugin<TContext>();
   /** Scope suffixes of this app's procedures: operation lookups accept the caller's scopes only. */
   const suffixes = new Set<string | undefined>([undefined]);

@@ -252,6 +252,7 @@ describe('misplaced idem never answers wrongly', () => {
       store: env.store,
       scope: () => 'acct_x',
       queue: {},
+      statusLocation: '/status',
     });
     const router = t.router({
       pay: t.procedure

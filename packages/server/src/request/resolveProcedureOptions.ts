@@ -8,6 +8,7 @@ import {
 } from '@idem/contract';
 import type { IdemProcedureOptions } from '../createIdempotency.js';
 import { stepsNeedInputCipher } from '../phases/stepResultCodec.js';
+import { assertStatusLocation } from '../replay/acceptedResponse.js';
 import type { IdemRuntime, ResolvedProcedureOptions } from './IdemJob.js';
 
 /**
@@ -40,6 +41,7 @@ export function resolveProcedureOptions(
       "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
     );
   }
+  if (resolved.respond === 'accepted') assertStatusLocation(runtime);
   if (resolved.mode === 'external' && resolved.claim === 'at-commit') {
     throw new TypeError(
       "idem: claim: 'at-commit' is for local mode; external mode always claims first (its claim commits before the work). Remove the claim option",

@@ -66,7 +66,6 @@ const NETWORK_CODES: Record<string, string> = {
   ENETUNREACH: 'the network is unreachable',
   ETIMEDOUT: 'the connection timed out',
   ECONNRESET: 'the server reset the connection',
-  EPIPE: 'the server closed the connection',
   CONNECTION_CLOSED: 'the server closed the connection',
   CONNECTION_ENDED: 'the connection was ended',
   CONNECTION_DESTROYED: 'the connection was destroyed',

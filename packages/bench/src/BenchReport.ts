@@ -12,22 +12,18 @@ export interface BenchMeta {
   db: 'postgres' | 'pglite';
   /**
    * What idem was measured from: its built packages, as users run them, or its TypeScript sources
-   * through tsx (`builtPackages.ts`). Absent from runs before session 6: those measured sources.
+   * through tsx (`builtPackages.ts`).
    */
-  from?: 'dist' | 'source';
+  from: 'dist' | 'source';
   databaseVersion: string;
   /** postgres.js connections per server process (PGlite: one in-process connection). */
   poolMax: number;
   startedAt: string;
   durationS: number;
   reps: number;
-  /**
-   * Runs of each comparison the targets judge (`BenchProfile.judgedReps`). Absent before session 7,
-   * whose reports have `overheadReps` (the overhead comparison only), and before session 6 (`reps`).
-   */
-  judgedReps?: number;
-  /** Session 6's reports: runs of the overhead comparison. */
-  overheadReps?: number;
+  /** Runs per measurement the targets do not judge (`BenchProfile.reps`). */
+  /** Runs of each comparison the targets judge (`BenchProfile.judgedReps`). */
+  judgedReps: number;
   warmupMs: number;
   durationMs: number;
   machine: { cpus: number; model: string; memoryGiB: number; os: string; node: string };
@@ -35,7 +31,7 @@ export interface BenchMeta {
   loadAverage: { start: number; end: number };
 }
 
-/** One target of issues 6 and 14, judged on this run's medians. */
+/** One target, judged on this run's medians (`judgeTargets.ts`). */
 export interface TargetResult {
   id: string;
   target: string;
@@ -48,7 +44,7 @@ export interface TargetResult {
    * Targets judged on the median of a ratio's runs (throughput, replay, the full table, the
    * reaper, the link): false when the interval of the median (`medianInterval`) holds the
    * threshold, so that a run of the same code may well be judged the other way; absent with fewer
-   * than 5 runs, and in reports made before it existed.
+   * than 5 runs, and for targets that are not ratios.
    */
   settled?: boolean;
 }

@@ -133,7 +133,7 @@ export function createBenchApp<TDb extends PgDatabase<any, any, any>>(
  * (SHA-256 here, not idem's HMAC: the same width, and as scattered). The bench's keys written
  * out in clear (a prefix and a counter) cluster in a few leaves of the live-key index, mostly
  * the rightmost, which PostgreSQL inserts into on a fast path; idem's hashes land anywhere in it
- * (session 9: PostgreSQL spent about 25 µs less per request on clear keys than on idem's).
+ * (measured: PostgreSQL spent about 25 µs less per request on clear keys than on idem's).
  */
 function floorRecord(scope: string, key: string, body: string): OutcomeRecord {
   return {

@@ -27,12 +27,12 @@ export interface BenchProfile {
   /** Connections of the overhead comparison. */
   levels: number[];
   /**
-   * Runs of each comparison whose medians issue 14's targets judge: the overhead comparison (per
+   * Runs of each comparison whose medians the targets judge: the overhead comparison (per
    * variant and level), replay against fresh, idemLink against httpLink on the idempotent
    * mutation, fresh claims on the full table against the empty one, and the foreground's p99
    * while the reaper runs against without. More than `reps`, because on two shared cores one
-   * run's ratio moves by ±0.2 (session 6: two runs of 5 gave 0.78 and 0.84 at 32 connections, the
-   * 10 together 0.83; three runs of the full-table ratio spread from 0.72 to 1.27).
+   * run's ratio moves by ±0.2 (two runs of 5 gave 0.78 and 0.84 at 32 connections, the 10
+   * together 0.83; three runs of the full-table ratio spread from 0.72 to 1.27).
    */
   judgedReps: number;
   replayLevels: number[];

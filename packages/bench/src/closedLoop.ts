@@ -28,7 +28,7 @@ export interface ClosedLoopOptions {
  */
 export async function closedLoop(
   options: ClosedLoopOptions,
-): Promise<Omit<ClosedLoopResult, 'keysUsed'> & { issued: number }> {
+): Promise<Omit<ClosedLoopResult, 'keysUsed' | 'cpuUs'> & { issued: number }> {
   const { concurrency, requests } = options;
   const latencies: number[] = [];
   const ends: number[] = [];

@@ -52,7 +52,7 @@ export interface ClosedLoopResult {
   /** Pairs of [start epoch ms, latency ms], when asked for. */
   samples?: [number, number][];
   /** CPU time (user + system, all threads) the load generator spent on the whole run, in µs. */
-  cpuUs?: number;
+  cpuUs: number;
 }
 
 /** Every request at once: the same key, spread round-robin over `urls`, one socket each. */
@@ -75,7 +75,6 @@ export interface BurstResult {
   latency: LatencySummary;
 }
 
-/** tRPC client calls in a closed loop through a plain `httpLink` chain or idem's link. */
 /**
  * The same calls through `[httpLink]` and `[idemLink, httpLink]`, in ONE load-generator process
  * with both clients built once, in alternating windows (see `runClientChain`).

@@ -18,7 +18,7 @@ export function printReport(report: BenchReport): string {
   const out: string[] = [
     `idem bench: ${meta.profile} profile on ${meta.db} (${meta.databaseVersion}); idem ${meta.from === 'dist' ? 'from its built packages (dist/), as published' : 'from its TypeScript sources through tsx (slower than published)'}`,
     `${meta.machine.cpus} CPUs (${meta.machine.model}), ${meta.machine.memoryGiB} GiB, ${meta.machine.os}, node ${meta.machine.node}; ` +
-      `${meta.reps} runs per measurement (${judgedRuns(meta)}) of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
+      `${meta.reps} runs per measurement (${meta.judgedReps} for the comparisons the targets judge) of ${meta.durationMs} ms after ${meta.warmupMs} ms warm-up; pool ${meta.poolMax} per server`,
     `Load average (1 min) ${meta.loadAverage.start.toFixed(2)} at the start, ${meta.loadAverage.end.toFixed(2)} at the end; run took ${meta.durationS} s`,
     'Cells: median [min-max] over the runs. Latencies in ms.',
   ];
@@ -44,39 +44,35 @@ export function printReport(report: BenchReport): string {
             'plain.create (baseline)',
             statements.plain.perRequest.toFixed(2),
             wire(statements.plain.wirePerRequest),
-            wire(statements.plain.roundTripsPerRequest ?? null),
+            wire(statements.plain.roundTripsPerRequest),
             verbs(statements.plain.byVerb),
           ],
           [
             'idem.create, fresh key (attempt 1)',
             statements.fresh.perRequest.toFixed(2),
             wire(statements.fresh.wirePerRequest),
-            wire(statements.fresh.roundTripsPerRequest ?? null),
+            wire(statements.fresh.roundTripsPerRequest),
             verbs(statements.fresh.byVerb),
           ],
-          ...(statements.freshRaw
-            ? [
-                [
-                  'idem.create, fresh key (no attempt header)',
-                  statements.freshRaw.perRequest.toFixed(2),
-                  wire(statements.freshRaw.wirePerRequest),
-                  wire(statements.freshRaw.roundTripsPerRequest ?? null),
-                  verbs(statements.freshRaw.byVerb),
-                ],
-              ]
-            : []),
+          [
+            'idem.create, fresh key (no attempt header)',
+            statements.freshRaw.perRequest.toFixed(2),
+            wire(statements.freshRaw.wirePerRequest),
+            wire(statements.freshRaw.roundTripsPerRequest),
+            verbs(statements.freshRaw.byVerb),
+          ],
           [
             'idem.create, replay (a retry, attempt 2)',
             statements.replay.perRequest.toFixed(2),
             wire(statements.replay.wirePerRequest),
-            wire(statements.replay.roundTripsPerRequest ?? null),
+            wire(statements.replay.roundTripsPerRequest),
             verbs(statements.replay.byVerb),
           ],
           [
             'extra per fresh request',
             statements.extraPerFresh.toFixed(2),
             wire(statements.extraPerFreshWire),
-            wire(statements.extraRoundTripsPerFresh ?? null),
+            wire(statements.extraRoundTripsPerFresh),
             '',
           ],
         ],
@@ -107,10 +103,10 @@ export function printReport(report: BenchReport): string {
           s(l.plain.throughput, 0),
           s(l.idem.throughput, 0),
           s(l.throughputRatio),
-          l.idemRaw ? s(l.idemRaw.throughput, 0) : 'n/a',
-          l.rawThroughputRatio ? s(l.rawThroughputRatio) : 'n/a',
-          l.floor ? s(l.floor.throughput, 0) : 'n/a',
-          l.floorThroughputRatio ? s(l.floorThroughputRatio) : 'n/a',
+          s(l.idemRaw.throughput, 0),
+          s(l.rawThroughputRatio),
+          s(l.floor.throughput, 0),
+          s(l.floorThroughputRatio),
           s(l.plain.p50),
           s(l.idem.p50),
           s(l.plain.p99),
@@ -128,8 +124,8 @@ export function printReport(report: BenchReport): string {
             String(l.concurrency),
             s(l.plain.walBytesPerRequest!, 0),
             s(l.idem.walBytesPerRequest!, 0),
-            l.idemRaw?.walBytesPerRequest ? s(l.idemRaw.walBytesPerRequest, 0) : 'n/a',
-            l.floor?.walBytesPerRequest ? s(l.floor.walBytesPerRequest, 0) : 'n/a',
+            l.idemRaw.walBytesPerRequest ? s(l.idemRaw.walBytesPerRequest, 0) : 'n/a',
+            l.floor.walBytesPerRequest ? s(l.floor.walBytesPerRequest, 0) : 'n/a',
           ]),
         ),
       );
@@ -184,17 +180,15 @@ export function printReport(report: BenchReport): string {
         client.chains.map((c) => [
           c.target === 'idem' ? 'idem.create' : 'echo (no db)',
           String(c.concurrency),
-          c.windowMs === undefined
-            ? `${c.httpLink.p50.runs.length} runs`
-            : `${c.httpLink.p50.runs.length} x ${c.windowMs} ms`,
+          `${c.httpLink.p50.runs.length} x ${c.windowMs} ms`,
           s(c.httpLink.throughput, 0),
           s(c.idemLink.throughput, 0),
           s(c.throughputRatio, 3),
           s(c.httpLink.p50, 3),
           s(c.idemLink.p50, 3),
           s(c.addedP50Ms, 3),
-          c.clientCpuUsPerCall ? s(c.clientCpuUsPerCall.httpLink, 0) : 'n/a',
-          c.clientCpuUsPerCall ? s(c.clientCpuUsPerCall.idemLink, 0) : 'n/a',
+          s(c.clientCpuUsPerCall.httpLink, 0),
+          s(c.clientCpuUsPerCall.idemLink, 0),
         ]),
       ),
     );
@@ -239,7 +233,7 @@ export function printReport(report: BenchReport): string {
             String(i + 1),
             r.totalMs.toFixed(0),
             String(r.executions),
-            String(r.invocations ?? 'n/a'),
+            String(r.invocations),
             JSON.stringify(r.statuses),
             String(r.replayed),
             String(r.distinctBodies),
@@ -311,7 +305,7 @@ export function printReport(report: BenchReport): string {
   if (budget && !isError(budget)) out.push(printBudget(budget));
   out.push(
     table(
-      "Targets (issues 6 and 14), judged on medians; unsettled: the interval of a ratio's median holds its threshold",
+      "Targets, judged on medians; unsettled: the interval of a ratio's median holds its threshold",
       ['target', 'measured', 'verdict'],
       report.targets.map((t) => [
         t.target,
@@ -322,11 +316,4 @@ export function printReport(report: BenchReport): string {
     ),
   );
   return out.join('\n');
-}
-
-/** How many runs the judged comparisons had, as the report's own version recorded it. */
-function judgedRuns(meta: BenchReport['meta']): string {
-  if (meta.judgedReps !== undefined)
-    return `${meta.judgedReps} for the comparisons the targets judge`;
-  return `${meta.overheadReps ?? meta.reps} for the overhead comparison`;
 }

@@ -57,6 +57,7 @@ function overheadReport(idem: number[], plain: number[]): Omit<BenchReport, 'tar
   const level = {
     concurrency: 8,
     throughputRatio: ratioSpread(idem, plain),
+    rawThroughputRatio: ratioSpread(idem, plain),
     floorThroughputRatio: spread(idem.map(() => 0.9)),
   } as unknown as OverheadLevel;
   return { meta: { db: 'postgres' }, overhead: [level] } as unknown as Omit<BenchReport, 'targets'>;

@@ -260,7 +260,7 @@ async function profileWindow(
   into.postgresUs += cpuBetween(before.backends, after.backends);
   into.postgresAllUs += cpuBetween(before.postgres, after.postgres);
   into.postgresBackends = after.backends.length;
-  into.loadGeneratorUs += result.cpuUs ?? Number.NaN;
+  into.loadGeneratorUs += result.cpuUs;
   into.throughputs.push(result.throughput);
   into.serverUsByWindow.push(serverUs / counter.requests);
   into.profiles.push(file);

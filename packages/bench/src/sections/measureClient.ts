@@ -6,8 +6,8 @@ import { ACCOUNT, summarizeRuns, type RunsSummary, type SectionContext } from '.
 export interface ChainLevel {
   target: ClientChainJob['target'];
   concurrency: number;
-  /** One window's length (absent before session 7: then each run was its own 3 s process run). */
-  windowMs?: number;
+  /** One window's length: the chains alternate window by window in one load-generator process. */
+  windowMs: number;
   httpLink: RunsSummary;
   idemLink: RunsSummary;
   /** idemLink / httpLink throughput, run by run. */
@@ -16,9 +16,9 @@ export interface ChainLevel {
   addedP50Ms: Spread;
   /**
    * The load generator's CPU per call (µs) in each chain's windows: the link's own cost without
-   * the server's (absent before session 7).
+   * the server's.
    */
-  clientCpuUsPerCall?: { httpLink: Spread; idemLink: Spread };
+  clientCpuUsPerCall: { httpLink: Spread; idemLink: Spread };
 }
 
 export interface BudgetResult {
@@ -73,7 +73,7 @@ export async function measureClient(ctx: SectionContext): Promise<ClientResult> 
         runs.idemLink.map((r) => r.throughput),
         runs.httpLink.map((r) => r.throughput),
       );
-      const cpu = (r: ClosedLoopResult) => (r.cpuUs ?? Number.NaN) / r.requests;
+      const cpu = (r: ClosedLoopResult) => r.cpuUs / r.requests;
       const cpuHttp = spread(runs.httpLink.map(cpu));
       const cpuIdem = spread(runs.idemLink.map(cpu));
       ctx.log(

@@ -16,18 +16,18 @@ export interface OverheadLevel {
   /** The idempotent mutation as idem's client sends a fresh key (`Idempotency-Attempt: 1`). */
   idem: RunsSummary;
   /** The same from a client that sends no `Idempotency-Attempt`: the key is read first. */
-  idemRaw?: RunsSummary;
+  idemRaw: RunsSummary;
   /** idem / plain throughput, run by run (each pair measured back to back). */
   throughputRatio: Spread;
   /** idemRaw / plain throughput, run by run. */
-  rawThroughputRatio?: Spread;
+  rawThroughputRatio: Spread;
   /**
    * The floor: the plain mutation plus idem's record of it, written by idem's store as idem
-   * writes it, without idem's middleware (`floor.create`). Absent from runs before it existed.
+   * writes it, without idem's middleware (`floor.create`).
    */
-  floor?: RunsSummary;
+  floor: RunsSummary;
   /** floor / plain throughput, run by run: the most any idem could reach on this schema. */
-  floorThroughputRatio?: Spread;
+  floorThroughputRatio: Spread;
   p50Ratio: Spread;
   p99Ratio: Spread;
 }

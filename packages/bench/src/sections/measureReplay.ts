@@ -23,7 +23,7 @@ export interface ReplayLevel {
 /**
  * A replayed request against a fresh one at the same concurrency: each run first sends fresh
  * keys for the profile's duration, then replays exactly those keys (cycling) for as long;
- * `judgedReps` runs, since issue 14 judges their p50 ratio.
+ * `judgedReps` runs, since a target judges their p50 ratio.
  */
 export async function measureReplay(ctx: SectionContext): Promise<ReplayLevel[]> {
   const levels: ReplayLevel[] = [];

@@ -85,8 +85,8 @@ export async function measureScale(ctx: SectionContext): Promise<ScaleResult> {
 
   // The full table's server is new too (on the same database), not the one every section before
   // this ran in: otherwise the comparison would weigh that process's age (its heap, and on PGlite
-  // the memory and caches of its database) against a fresh one, besides the rows. Session 13's
-  // full run on PGlite measured 0.76 with the old server and 0.98 with the section run alone.
+  // the memory and caches of its database) against a fresh one, besides the rows. On PGlite a
+  // full run measured 0.76 with the old server and 0.98 with the section run alone.
   await using fullServer = await startServer(ctx.serverEnv);
 
   await fullServer.post('reset');

@@ -23,7 +23,7 @@ export interface StatementsResult {
   /** A fresh key as idem's client sends it (`Idempotency-Attempt: 1`: the read is skipped). */
   fresh: StatementCount;
   /** A fresh key from a client that sends no `Idempotency-Attempt` (the key is read first). */
-  freshRaw?: StatementCount;
+  freshRaw: StatementCount;
   /** The same key again, as a retry (`Idempotency-Attempt: 2`). */
   replay: StatementCount;
   /** fresh - plain: what idem adds to a first execution. */
@@ -36,11 +36,11 @@ export interface StatementsResult {
 /**
  * Counts, never estimates, the SQL statements of four kinds of request: the baseline mutation,
  * a fresh idempotent one as idem's client sends it (first attempt) and as a client without the
- * attempt header sends it, and a replay of it (a retry). The server's Drizzle logger counts; on PostgreSQL a
- * server process of its own also counts through the postgres.js `debug` hook, BEGIN and COMMIT
- * included (the hook captures a stack per query, which keeps it out of the timed runs), and
- * counts the writes to its database sockets: the round trips (see `benchServer.ts`). One
- * connection, one request at a time, after a warm-up, so the counters see nothing else.
+ * attempt header sends it, and a replay of it (a retry). The server's Drizzle logger counts; on
+ * PostgreSQL a server process of its own also counts through the postgres.js `debug` hook, BEGIN
+ * and COMMIT included (the hook captures a stack per query, which keeps it out of the timed
+ * runs), and counts the writes to its database sockets: the round trips (see `benchServer.ts`).
+ * One connection, one request at a time, after a warm-up, so the counters see nothing else.
  */
 export async function measureStatements(ctx: SectionContext): Promise<StatementsResult> {
   if (!ctx.database) return countStatements(ctx, ctx.server);

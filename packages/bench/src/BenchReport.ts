@@ -20,8 +20,8 @@ export interface BenchMeta {
   poolMax: number;
   startedAt: string;
   durationS: number;
-  reps: number;
   /** Runs per measurement the targets do not judge (`BenchProfile.reps`). */
+  reps: number;
   /** Runs of each comparison the targets judge (`BenchProfile.judgedReps`). */
   judgedReps: number;
   warmupMs: number;

@@ -63,6 +63,8 @@ export interface BurstJob {
   account: string;
   input: unknown;
   key: string;
+  /** The `Idempotency-Attempt` every request sends; none when left out (a raw HTTP client). */
+  attempt?: number;
   count: number;
 }
 

@@ -49,7 +49,11 @@ async function runBurst(job: BurstJob): Promise<BurstResult> {
   const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const urls = job.urls.map((u) => new URL(u));
   const body = JSON.stringify(job.input);
-  const headers = { authorization: `Bearer ${job.account}`, 'idempotency-key': job.key };
+  const headers = {
+    authorization: `Bearer ${job.account}`,
+    'idempotency-key': job.key,
+    ...(job.attempt !== undefined ? { 'idempotency-attempt': String(job.attempt) } : {}),
+  };
   const latencies: number[] = [];
   const started = performance.now();
   try {

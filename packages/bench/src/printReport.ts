@@ -1,6 +1,7 @@
 import { isError, type BenchReport } from './BenchReport.js';
 import { printBudget } from './printBudget.js';
 import type { Spread } from './stats.js';
+import type { StatementCount, StatementsResult } from './sections/measureStatements.js';
 import type { RunsSummary } from './sections/SectionContext.js';
 import { table } from './textTable.js';
 
@@ -48,7 +49,7 @@ export function printReport(report: BenchReport): string {
             verbs(statements.plain.byVerb),
           ],
           [
-            'idem.create, fresh key (attempt 1)',
+            "idem.create, fresh key (attempt 1, as idem's client sends it)",
             statements.fresh.perRequest.toFixed(2),
             wire(statements.fresh.wirePerRequest),
             wire(statements.fresh.roundTripsPerRequest),
@@ -77,18 +78,32 @@ export function printReport(report: BenchReport): string {
           ],
         ],
       ),
+      firstAttemptRead(statements),
     );
   }
   failed('overhead', overhead);
   if (overhead && !isError(overhead)) {
+    const measured = statements && !isError(statements) ? statements : null;
+    const tripsOf = (count: StatementCount) => count.roundTripsPerRequest?.toFixed(2) ?? 'n/a';
+    const trips = measured ? `${tripsOf(measured.fresh)}/${tripsOf(measured.plain)}` : 'n/a';
+    const tripsLine =
+      measured === null
+        ? 'round trips: not measured (the statements section did not run)'
+        : measured.fresh.roundTripsPerRequest === null
+          ? `no round trips (PGlite runs in the server process); ${firstAttemptRead(measured)}`
+          : `round trips per request (statements section): idem ${tripsOf(measured.fresh)}, raw ${tripsOf(measured.freshRaw)}, plain ${tripsOf(measured.plain)}; ${firstAttemptRead(measured)}`;
     out.push(
       table(
-        "Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction.\nidem: as idem's client sends a fresh key (Idempotency-Attempt: 1, no read); raw: without the attempt header (the key is read first);\nfloor: the plain mutation plus idem's record of it, written by idem's store with the COMMIT, without idem's middleware",
+        'Overhead: idempotent mutation (fresh key each) vs the same mutation without idem, both in a transaction.\n' +
+          "idem: as idem's client sends a fresh key (Idempotency-Attempt: 1), the path the targets judge; raw: without the attempt header;\n" +
+          "floor: the plain mutation plus idem's record of it, written by idem's store with the COMMIT, without idem's middleware;\n" +
+          tripsLine,
         [
           'conns',
           'plain req/s',
           'idem req/s',
           'ratio',
+          'round trips idem/plain',
           'raw req/s',
           'raw ratio',
           'floor req/s',
@@ -103,6 +118,7 @@ export function printReport(report: BenchReport): string {
           s(l.plain.throughput, 0),
           s(l.idem.throughput, 0),
           s(l.throughputRatio),
+          trips,
           s(l.idemRaw.throughput, 0),
           s(l.rawThroughputRatio),
           s(l.floor.throughput, 0),
@@ -213,12 +229,15 @@ export function printReport(report: BenchReport): string {
   }
   failed('storm', storm);
   if (storm && !isError(storm)) {
-    if ('skipped' in storm) out.push(`\nSame-key storm: skipped: ${storm.skipped}`);
+    const { sequential, burst } = storm;
+    if ('skipped' in burst) out.push(`\nSame-key storm: skipped: ${burst.skipped}`);
     else
       out.push(
         table(
-          `Same-key storm: ${storm.requests} concurrent requests, one key, ${storm.servers} server processes (pools ${storm.configuredConnections} connections in all)`,
+          `Same-key storm: ${burst.requests} concurrent requests, one key, ${burst.servers} server processes (pools ${burst.configuredConnections} connections in all);\n` +
+            'once without the attempt header (a raw HTTP client), once with Idempotency-Attempt: 1 on every request (an old or careless client, a reload that restarts its count)',
           [
+            'attempt header',
             'run',
             'total ms',
             'executions',
@@ -229,19 +248,26 @@ export function printReport(report: BenchReport): string {
             'peak conns (active)',
             'conns before',
           ],
-          storm.runs.map((r, i) => [
-            String(i + 1),
-            r.totalMs.toFixed(0),
-            String(r.executions),
-            String(r.invocations),
-            JSON.stringify(r.statuses),
-            String(r.replayed),
-            String(r.distinctBodies),
-            `${r.peak.total} (${r.peak.active})`,
-            String(r.before),
-          ]),
+          [burst.raw, burst.firstAttempt].flatMap((variant) =>
+            variant.runs.map((r, i) => [
+              variant.attempt === null ? 'none' : String(variant.attempt),
+              String(i + 1),
+              r.totalMs.toFixed(0),
+              String(r.executions),
+              String(r.invocations),
+              JSON.stringify(r.statuses),
+              String(r.replayed),
+              String(r.distinctBodies),
+              `${r.peak.total} (${r.peak.active})`,
+              String(r.before),
+            ]),
+          ),
         ),
       );
+    out.push(
+      `Sequential retries: 1 request, then ${sequential.retries} retries of its key one after another, each with Idempotency-Attempt: ${sequential.attempt}: ` +
+        `${sequential.invocations} handler invocation(s), ${sequential.executions} execution(s), ${sequential.replayed} of ${sequential.retries} replayed, statuses ${JSON.stringify(sequential.statuses)}`,
+    );
   }
   failed('scale', scale);
   if (scale && !isError(scale)) {
@@ -316,4 +342,12 @@ export function printReport(report: BenchReport): string {
     ),
   );
   return out.join('\n');
+}
+
+/** Whether a first attempt read its key, as the statement counts show. */
+function firstAttemptRead(statements: StatementsResult): string {
+  const saved = statements.freshRaw.perRequest - statements.fresh.perRequest;
+  return statements.firstAttemptReadsKey
+    ? 'a first attempt reads its key before the handler like any request: the attempt header skips nothing'
+    : `a first attempt skips the key read: ${saved.toFixed(2)} statements fewer than without the attempt header`;
 }

@@ -1,9 +1,10 @@
 /**
  * The bench's smoke mode, on PGlite and on PostgreSQL, so that the bench never rots. It asserts
  * that every section ran and that its numbers are sane (positive, finite, consistent), never the
- * targets: smoke numbers are noise. Correctness the storm proves (one execution, no 5xx, no more
- * connections than the pools) is asserted, since it holds at any size; so is the consistency of
- * its handler invocations (at least the executions, at most the requests).
+ * targets: smoke numbers are noise. Correctness holds at any size, so it is asserted: the storm's
+ * one execution, no 5xx, no more connections than the pools, at most one handler invocation per
+ * server process with or without the attempt header, and one invocation for a request and its
+ * sequential retries that each say they are the first attempt.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -13,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { adminUrl, postgresAvailable } from '@idem/testing';
 import { describe, expect, it } from 'vitest';
+import { SMOKE } from '../src/benchOptions.js';
 import type { BenchReport } from '../src/BenchReport.js';
 import type { BudgetResult } from '../src/sections/measureBudget.js';
 import type { ClientResult } from '../src/sections/measureClient.js';
@@ -67,7 +69,7 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
   positive(report.meta.machine.cpus);
 
   const statements = report.statements as StatementsResult;
-  for (const kind of [statements.plain, statements.fresh, statements.replay]) {
+  for (const kind of [statements.plain, statements.fresh, statements.freshRaw, statements.replay]) {
     positive(kind.perRequest);
     expect(Number.isInteger(kind.perRequest), 'whole statements per request').toBe(true);
     if (db === 'postgres') {
@@ -78,6 +80,9 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     } else expect(kind.roundTripsPerRequest).toBeNull();
   }
   expect(statements.fresh.perRequest).toBeGreaterThan(statements.plain.perRequest);
+  // A first attempt reads its key like any request: the header changes no statement.
+  expect(statements.fresh.perRequest).toBe(statements.freshRaw.perRequest);
+  expect(statements.firstAttemptReadsKey).toBe(true);
   if (db === 'postgres') {
     expect(statements.extraRoundTripsPerFresh).toBe(
       statements.fresh.roundTripsPerRequest! - statements.plain.roundTripsPerRequest!,
@@ -89,14 +94,16 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
   for (const level of overhead) {
     runs(level.plain);
     runs(level.idem);
+    runs(level.idemRaw);
     sane(level.throughputRatio);
+    sane(level.rawThroughputRatio);
     // The floor ran as often as the others: its requests were answered, not refused.
     runs(level.floor);
     sane(level.floorThroughputRatio);
     // The WAL written per request (PostgreSQL): the record adds a row and its index entries to
     // the plain mutation's, and the floor writes that record too.
     if (db === 'postgres') {
-      for (const variant of [level.plain, level.idem, level.floor!]) {
+      for (const variant of [level.plain, level.idem, level.idemRaw, level.floor]) {
         sane(variant.walBytesPerRequest!);
       }
       expect(level.idem.walBytesPerRequest!.min).toBeGreaterThan(
@@ -137,21 +144,29 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
     expect(perCall.max).toBeLessThanOrEqual(client.budget.maxAttempts);
   }
 
-  const storm = report.storm as StormResult;
-  if (db === 'pglite') expect(storm).toHaveProperty('skipped');
+  const { sequential, burst } = report.storm as StormResult;
+  // One request, then retries one after another that each say "first attempt": the key is read
+  // before the handler every time, so it runs once and every retry is a replay.
+  expect(sequential).toMatchObject({ invocations: 1, executions: 1, replayed: sequential.retries });
+  expect(sequential.statuses).toEqual({ '200': 1 + sequential.retries });
+  if (db === 'pglite') expect(burst).toHaveProperty('skipped');
   else {
-    if ('skipped' in storm) throw new Error(`storm skipped on PostgreSQL: ${storm.skipped}`);
-    expect(storm.executions.every((n) => n === 1)).toBe(true);
-    expect(storm.invocations).toEqual(storm.runs.map((r) => r.invocations));
-    for (const run of storm.runs) {
-      expect(Number.isInteger(run.invocations), String(run.invocations)).toBe(true);
-      expect(run.invocations).toBeGreaterThanOrEqual(run.executions);
-      expect(run.invocations).toBeLessThanOrEqual(storm.requests);
+    if ('skipped' in burst) throw new Error(`storm skipped on PostgreSQL: ${burst.skipped}`);
+    expect([burst.raw.attempt, burst.firstAttempt.attempt]).toEqual([null, 1]);
+    for (const variant of [burst.raw, burst.firstAttempt]) {
+      expect(variant.runs).toHaveLength(SMOKE.storm.reps);
+      expect(variant.executions).toEqual(variant.runs.map(() => 1));
+      expect(variant.invocations).toEqual(variant.runs.map((r) => r.invocations));
+      // At most one handler per server process: the others waited for it, or read the key.
+      for (const run of variant.runs) {
+        expect(run.invocations).toBeGreaterThanOrEqual(1);
+        expect(run.invocations).toBeLessThanOrEqual(burst.servers);
+      }
+      expect(variant.fiveHundreds).toBe(0);
+      expect(variant.peakConnections).toBeGreaterThan(0);
+      expect(variant.peakConnections).toBeLessThanOrEqual(burst.configuredConnections);
+      sane(variant.totalMs);
     }
-    expect(storm.fiveHundreds).toBe(0);
-    expect(storm.peakConnections).toBeGreaterThan(0);
-    expect(storm.peakConnections).toBeLessThanOrEqual(storm.configuredConnections);
-    sane(storm.totalMs);
   }
 
   const scale = report.scale as ScaleResult;
@@ -209,12 +224,28 @@ function checkReport(report: BenchReport, db: 'pglite' | 'postgres') {
       'overhead-throughput-c8',
       'overhead-throughput-c32',
       'overhead-throughput-floor-c8',
-      ...(db === 'postgres' ? ['storm-executions', 'storm-invocations', 'storm-5xx'] : []),
+      'overhead-throughput-raw-c8',
+      'retries-sequential-invocations',
+      ...(db === 'postgres'
+        ? [
+            'roundtrips-fresh-raw',
+            'storm-executions',
+            'storm-invocations-raw',
+            'storm-invocations-first-attempt',
+            'storm-5xx',
+          ]
+        : []),
     ]),
   );
   const roundTrips = report.targets.find((t) => t.id === 'roundtrips-fresh')!;
   if (db === 'postgres') expect(roundTrips.met).not.toBeNull();
   else expect(roundTrips.met).toBeNull();
+  // Correctness, unlike speed, is judged even on smoke numbers.
+  const correct = ['retries-sequential-invocations'];
+  if (db === 'postgres') {
+    correct.push('storm-executions', 'storm-invocations-raw', 'storm-invocations-first-attempt');
+  }
+  for (const id of correct) expect(report.targets.find((t) => t.id === id)?.met, id).toBe(true);
 }
 
 describe.concurrent('pnpm bench --smoke', () => {

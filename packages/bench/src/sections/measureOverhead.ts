@@ -13,9 +13,13 @@ import {
 export interface OverheadLevel {
   concurrency: number;
   plain: RunsSummary;
-  /** The idempotent mutation as idem's client sends a fresh key (`Idempotency-Attempt: 1`). */
+  /**
+   * The idempotent mutation as idem's client sends a fresh key (`Idempotency-Attempt: 1`): the
+   * path the targets judge. The server reads the key first for it as for any request
+   * (`StatementsResult.firstAttemptReadsKey` says whether it did in this run).
+   */
   idem: RunsSummary;
-  /** The same from a client that sends no `Idempotency-Attempt`: the key is read first. */
+  /** The same from a client that sends no `Idempotency-Attempt` (a raw HTTP client). */
   idemRaw: RunsSummary;
   /** idem / plain throughput, run by run (each pair measured back to back). */
   throughputRatio: Spread;

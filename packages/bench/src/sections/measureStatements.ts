@@ -20,10 +20,15 @@ export interface StatementCount {
 export interface StatementsResult {
   requests: number;
   plain: StatementCount;
-  /** A fresh key as idem's client sends it (`Idempotency-Attempt: 1`: the read is skipped). */
+  /** A fresh key as idem's client sends it (`Idempotency-Attempt: 1`). */
   fresh: StatementCount;
-  /** A fresh key from a client that sends no `Idempotency-Attempt` (the key is read first). */
+  /** A fresh key from a client that sends no `Idempotency-Attempt`. */
   freshRaw: StatementCount;
+  /**
+   * Whether the server read the key before the handler for a first attempt too: `fresh` sent as
+   * many statements as `freshRaw` (which always reads), so the header saved nothing.
+   */
+  firstAttemptReadsKey: boolean;
   /** The same key again, as a retry (`Idempotency-Attempt: 2`). */
   replay: StatementCount;
   /** fresh - plain: what idem adds to a first execution. */
@@ -119,6 +124,7 @@ async function countStatements(
     plain,
     fresh,
     freshRaw,
+    firstAttemptReadsKey: fresh.perRequest >= freshRaw.perRequest,
     replay,
     extraPerFresh: fresh.perRequest - plain.perRequest,
     extraPerFreshWire:

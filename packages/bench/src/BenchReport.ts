@@ -1,3 +1,4 @@
+import type { OtherDatabases } from './benchDatabase.js';
 import type { BudgetResult } from './sections/measureBudget.js';
 import type { ClientResult } from './sections/measureClient.js';
 import type { OverheadLevel } from './sections/measureOverhead.js';
@@ -29,6 +30,11 @@ export interface BenchMeta {
   machine: { cpus: number; model: string; memoryGiB: number; os: string; node: string };
   /** 1-minute load average when the run started and when it ended: others' work on the machine. */
   loadAverage: { start: number; end: number };
+  /**
+   * What the PostgreSQL server's other databases did during the run; null on PGlite. The WAL
+   * figures are the whole server's, so they are idem's alone only when both numbers are 0.
+   */
+  otherDatabases: OtherDatabases | null;
 }
 
 /** One target, judged on this run's medians (`judgeTargets.ts`). */

@@ -12,6 +12,23 @@ export interface BenchDatabase extends AsyncDisposable {
   connections(): Promise<ConnectionPeak>;
   /** Process ids of the backends connected to the bench database now (`pg_stat_activity`). */
   backendPids(): Promise<number[]>;
+  /**
+   * Starts watching the server's other databases (all but this run's bench databases); the
+   * returned stop says what they did in between.
+   */
+  watchOtherDatabases(): Promise<() => Promise<OtherDatabases>>;
+}
+
+/**
+ * What the server's other databases did while the bench ran, from `pg_stat_database` (whose
+ * counters a backend flushes within seconds, not at once). The WAL is the whole server's, so when
+ * either number is not 0 the WAL figures hold others' writes too.
+ */
+export interface OtherDatabases {
+  /** Rows inserted, updated or deleted in the other databases that existed at the end. */
+  rowsWritten: number;
+  /** Other databases created or dropped meanwhile (a dropped one's writes are not counted). */
+  createdOrDropped: number;
 }
 
 /** Backends connected to the bench database: all of them, and those not idle. */
@@ -45,6 +62,32 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
       select pid from pg_stat_activity where datname = ${name}`) as unknown as { pid: number }[];
     return rows.map((row) => Number(row.pid));
   };
+  // This run's databases: this one and any other it creates (`idem_bench_<pid>_<random>`).
+  const ours = `idem\\_bench\\_${process.pid}\\_%`;
+  const written = async (): Promise<Map<string, number>> => {
+    const rows = (await admin`
+      select datid::text as id, (tup_inserted + tup_updated + tup_deleted)::text as written
+      from pg_stat_database
+      where datname is not null and datname not like ${ours}`) as unknown as {
+      id: string;
+      written: string;
+    }[];
+    return new Map(rows.map((row) => [row.id, Number(row.written)]));
+  };
+  const watchOtherDatabases = async () => {
+    const before = await written();
+    return async (): Promise<OtherDatabases> => {
+      const after = await written();
+      let rowsWritten = 0;
+      let createdOrDropped = 0;
+      for (const [id, n] of after) {
+        if (!before.has(id)) createdOrDropped += 1;
+        rowsWritten += Math.max(0, n - (before.get(id) ?? 0));
+      }
+      for (const id of before.keys()) if (!after.has(id)) createdOrDropped += 1;
+      return { rowsWritten, createdOrDropped };
+    };
+  };
   let dropped = false;
   const drop = async () => {
     if (dropped) return;
@@ -61,6 +104,7 @@ export async function createBenchDatabase(serverUrl: string): Promise<BenchDatab
     serverVersion: version,
     connections,
     backendPids,
+    watchOtherDatabases,
     sampleConnections() {
       const peak: ConnectionPeak = { total: 0, active: 0, samples: 0 };
       let running = true;

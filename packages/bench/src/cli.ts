@@ -7,7 +7,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createBenchDatabase, type BenchDatabase } from './benchDatabase.js';
+import { createBenchDatabase, type BenchDatabase, type OtherDatabases } from './benchDatabase.js';
 import { buildPackages, fromEnv } from './builtPackages.js';
 import { parseBenchArgs, type SectionName } from './benchOptions.js';
 import type { BenchReport } from './BenchReport.js';
@@ -38,6 +38,7 @@ const { profile } = options;
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const startedAt = new Date();
 let database: BenchDatabase | null = null;
+let stopWatching: (() => Promise<OtherDatabases>) | null = null;
 const interrupted = (signal: NodeJS.Signals) => {
   log(`${signal}: cleaning up`);
   void Promise.resolve(database?.[Symbol.asyncDispose]()).finally(() => process.exit(130));
@@ -51,6 +52,8 @@ try {
   if (options.db === 'postgres') {
     database = await createBenchDatabase(options.serverUrl!);
     log(`database ${database.name} created`);
+    // The WAL figures are the whole server's: whatever else writes on it meanwhile counts too.
+    stopWatching = await database.watchOtherDatabases();
   }
   if (options.from === 'dist') {
     log("building idem's packages (measured as published: --from=dist) ...");
@@ -94,6 +97,7 @@ try {
       node: process.version,
     },
     loadAverage: { start: loadavg()[0]!, end: 0 },
+    otherDatabases: null,
   };
   const ctx: SectionContext = { options, profile, server, worker, database, serverEnv, log };
   log(`warming the server up for ${(2 * profile.serverWarmupMs) / 1000} s ...`);
@@ -121,6 +125,15 @@ try {
       log(`${name} FAILED: ${String(error)}`);
     }
     log(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+  if (stopWatching) {
+    meta.otherDatabases = await stopWatching();
+    const { rowsWritten, createdOrDropped } = meta.otherDatabases;
+    if (rowsWritten > 0 || createdOrDropped > 0) {
+      log(
+        `WARNING: other databases on this server wrote ${rowsWritten} rows, and ${createdOrDropped} were created or dropped, during the run: the WAL figures include their writes`,
+      );
+    }
   }
 } finally {
   await database?.[Symbol.asyncDispose]();

@@ -25,6 +25,11 @@ export function printReport(report: BenchReport): string {
   ];
   if (meta.profile === 'smoke')
     out.push('SMOKE RUN: every number below is noise; it only proves the bench runs.');
+  const others = otherWrites(meta);
+  if (others)
+    out.push(
+      `WARNING: ${others} during the run. WAL is counted for the whole server, so the WAL figures below include those writes; they are idem's alone only on a server with nothing else writing.`,
+    );
   const failed = (name: string, value: unknown) =>
     isError(value) && out.push(`\n${name}: FAILED: ${value.error}`);
 
@@ -134,7 +139,10 @@ export function printReport(report: BenchReport): string {
     if (wal.length > 0)
       out.push(
         table(
-          'WAL PostgreSQL wrote per request, in bytes (warm-up included; tables truncated before each run)',
+          'WAL PostgreSQL wrote per request, in bytes (warm-up included; tables truncated before each run); ' +
+            (others
+              ? `NOT idem's alone: ${others} during the run`
+              : 'pg_stat_database shows no other database writing during the run'),
           ['conns', 'plain', 'idem', 'raw', 'floor'],
           wal.map((l) => [
             String(l.concurrency),
@@ -342,6 +350,13 @@ export function printReport(report: BenchReport): string {
     ),
   );
   return out.join('\n');
+}
+
+/** What the server's other databases wrote during the run, in words; null when nothing. */
+function otherWrites(meta: BenchReport['meta']): string | null {
+  const others = meta.otherDatabases;
+  if (!others || (others.rowsWritten === 0 && others.createdOrDropped === 0)) return null;
+  return `other databases on this PostgreSQL server wrote ${others.rowsWritten} rows, and ${others.createdOrDropped} were created or dropped,`;
 }
 
 /** Whether a first attempt read its key, as the statement counts show. */

@@ -7,7 +7,7 @@
  *   statements/      the SQL and the races it decides, by who runs it: request/ (the floor of
  *                    the three), then workers/ and operators/
  *   store/           the methods' bodies, by caller; DrizzleIdempotencyStore.ts delegates
- *   postgres-js/, pglite/   the driver entries, each its own subpath
+ *   postgres-js/, node-postgres/, pglite/   the driver entries, each its own subpath
  */
 export { DrizzleIdempotencyStore } from './DrizzleIdempotencyStore.js';
 export type { DrizzleIdempotencyStoreOptions } from './DrizzleIdempotencyStore.js';

@@ -3,15 +3,17 @@ import { IDEM_REASON_TABLE, type IdemErrorData, type IdemReason } from '@idem/co
 
 /**
  * The cause idem attaches to every `TRPCError` it raises, carrying the typed `data.idem` the
- * client reads. Branded, so the check survives two installed copies of this package.
+ * client reads. Branded, so the check survives two installed copies of this package. Its own
+ * `cause`, for a store failure, is the store's error: for the event hook, never on the wire.
  */
 export class IdemRequestError extends Error {
   readonly isIdemRequestError = true;
   constructor(
     readonly data: IdemErrorData,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = 'IdemRequestError';
   }
 }
@@ -30,12 +32,13 @@ export function idemTRPCError(
   reason: IdemReason,
   message: string,
   extra: Omit<IdemErrorData, 'reason'> = {},
+  options?: { cause?: unknown },
 ): TRPCError {
   const data: IdemErrorData = { reason, ...extra };
   return new TRPCError({
     code: IDEM_REASON_TABLE[reason].trpcCode,
     message,
-    cause: new IdemRequestError(data, message),
+    cause: new IdemRequestError(data, message, options),
   });
 }
 

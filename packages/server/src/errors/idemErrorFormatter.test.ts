@@ -2,7 +2,6 @@ import { TRPCError, type TRPCDefaultErrorShape } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { describe, expect, it } from 'vitest';
-import type { IdemServerEvent } from '../telemetry/IdemServerEvent.js';
 import { idemResponseMeta } from '../request/idemResponseMeta.js';
 import { idemErrorFormatter, type MaskedError } from './idemErrorFormatter.js';
 import { storeUnavailable } from './idemErrors.js';
@@ -111,16 +110,7 @@ describe('idemErrorFormatter: an unreachable database', () => {
   });
 
   it("idem's own 503 keeps its message and data.idem", () => {
-    const headers = new Map<string, string>();
-    const events: IdemServerEvent[] = [];
-    const error = storeUnavailable(
-      {
-        runtime: { emit: (e) => void events.push(e), inProgressRetryAfterMs: 1000 },
-        event: { procedure: 'orders.create', scope: 's', keyHash: 'h', requestId: null },
-        request: { response: { headers } },
-      },
-      driverFailure('ECONNREFUSED'),
-    );
+    const error = storeUnavailable(driverFailure('ECONNREFUSED'));
     const { shape, masked } = format(error);
     expect(shape.data.idem?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
     expect(shape.message).toMatch(/idempotency store is unavailable/);

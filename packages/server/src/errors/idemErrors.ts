@@ -11,48 +11,29 @@
  * Start-up misconfigurations are `TypeError`s thrown where the option is read.
  */
 import { TRPCError } from '@trpc/server';
-import { RETRY_AFTER_HEADER, type IdemReason } from '@idem/contract';
-import type { IdemResponse } from '../request/idemContext.js';
-import type { IdemJob, IdemRuntime } from '../request/IdemJob.js';
+import type { IdemReason } from '@idem/contract';
 import { idemTRPCError } from './IdemRequestError.js';
 
-/** The parts of a job a refusal needs: known before the job is complete (per request). */
-export interface RejectTarget {
-  runtime: Pick<IdemRuntime, 'emit' | 'inProgressRetryAfterMs'>;
-  event: IdemJob['event'];
-  request: { response: Pick<IdemResponse, 'headers'> };
-}
-
 /**
- * Refuses a request for an idem reason: records the `rejected` event, sets Retry-After when the
- * client is asked to wait, and returns the error to throw.
+ * Refuses a request for an idem reason: returns the error to throw, whose `data.idem` carries the
+ * reason, `retryAfterMs` when the client is asked to wait, and the operation id. Pure: the one
+ * place per request that catches it (`answerRefusal`, from `runRequest`) records the `rejected`
+ * event and sets Retry-After.
  */
 export function reject(
-  job: RejectTarget,
   reason: IdemReason,
   message: string,
   extra: { retryAfterMs?: number; operationId?: string } = {},
 ): TRPCError {
-  job.runtime.emit({
-    ...job.event,
-    type: 'rejected',
-    reason,
-    operationId: extra.operationId ?? null,
-  });
-  if (extra.retryAfterMs !== undefined) {
-    job.request.response.headers.set(
-      RETRY_AFTER_HEADER,
-      String(Math.max(1, Math.ceil(extra.retryAfterMs / 1000))),
-    );
-  }
   return idemTRPCError(reason, message, extra);
 }
 
-/** 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS`: another request holds the key. */
-export function inProgress(job: RejectTarget, operationId?: string): TRPCError {
-  const retryAfterMs = job.runtime.inProgressRetryAfterMs;
+/**
+ * 409 `IDEMPOTENCY_REQUEST_IN_PROGRESS`: another request holds the key. `retryAfterMs` is the
+ * app's `inProgressRetryAfterMs`.
+ */
+export function inProgress(retryAfterMs: number, operationId?: string): TRPCError {
   return reject(
-    job,
     'IDEMPOTENCY_REQUEST_IN_PROGRESS',
     'a request with this Idempotency-Key is still in progress; retry after the delay',
     operationId === undefined ? { retryAfterMs } : { retryAfterMs, operationId },
@@ -64,15 +45,15 @@ const STORE_RETRY_AFTER_MS = 1000;
 
 /**
  * 503 `IDEMPOTENCY_STORE_UNAVAILABLE`: the store failed before anything was committed, so the
- * request may be retried with the same key. The cause goes to the event hook, not the client.
+ * request may be retried with the same key. The store's error is the cause of the error's
+ * `IdemRequestError` (for the `store-error` event), never on the wire.
  */
-export function storeUnavailable(job: RejectTarget, cause: unknown): TRPCError {
-  job.runtime.emit({ ...job.event, type: 'store-error', operationId: null, error: cause });
-  return reject(
-    job,
+export function storeUnavailable(storeError: unknown): TRPCError {
+  return idemTRPCError(
     'IDEMPOTENCY_STORE_UNAVAILABLE',
     'the idempotency store is unavailable; nothing was executed, retry with the same key',
     { retryAfterMs: STORE_RETRY_AFTER_MS },
+    { cause: storeError },
   );
 }
 

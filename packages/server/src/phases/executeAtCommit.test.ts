@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, unitJob } from '../../test/unit/memoryStore.js';
+import { answered, MemoryStore, unitJob } from '../../test/unit/memoryStore.js';
 import { readIdemErrorCause } from '../errors/IdemRequestError.js';
 import type { IdemJob, NextResult } from '../request/IdemJob.js';
 import type { IdemServerEvent } from '../telemetry/IdemServerEvent.js';
@@ -69,7 +69,7 @@ describe('executeAtCommit (in-memory store)', () => {
       },
     });
     const { jobs, claimFirst } = claimFirstSpy();
-    await expect(executeAtCommit(job, claimFirst)).resolves.toMatchObject({
+    await expect(answered(job, executeAtCommit(job, claimFirst))).resolves.toMatchObject({
       ok: true,
       data: { id: 7 },
     });
@@ -95,10 +95,10 @@ describe('executeAtCommit (in-memory store)', () => {
   it('a stored outcome: replayed from the one read, the handler does not run', async () => {
     const store = new MemoryStore();
     const first = atCommitJob(store);
-    await executeAtCommit(first.job, claimFirstSpy().claimFirst);
+    await answered(first.job, executeAtCommit(first.job, claimFirstSpy().claimFirst));
     const { job, events, headers } = atCommitJob(store, { next: never });
     const { jobs, claimFirst } = claimFirstSpy();
-    await expect(executeAtCommit(job, claimFirst)).resolves.toMatchObject({
+    await expect(answered(job, executeAtCommit(job, claimFirst))).resolves.toMatchObject({
       ok: true,
       data: { id: 1 },
     });
@@ -111,7 +111,7 @@ describe('executeAtCommit (in-memory store)', () => {
     const store = new MemoryStore();
     store.seed(storedRow(store, {}, { amount: 2 }));
     const { job } = atCommitJob(store, { next: never });
-    const error = (await executeAtCommit(job, claimFirstSpy().claimFirst).catch(
+    const error = (await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)).catch(
       (e: unknown) => e,
     )) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_KEY_REUSED');
@@ -129,7 +129,7 @@ describe('executeAtCommit (in-memory store)', () => {
       },
     });
     const { jobs, claimFirst } = claimFirstSpy();
-    await expect(executeAtCommit(job, claimFirst)).resolves.toMatchObject({
+    await expect(answered(job, executeAtCommit(job, claimFirst))).resolves.toMatchObject({
       ok: true,
       data: { id: 42 },
     });
@@ -151,7 +151,9 @@ describe('executeAtCommit (in-memory store)', () => {
     };
     const { job, events } = atCommitJob(store);
     const { jobs, claimFirst } = claimFirstSpy();
-    await expect(executeAtCommit(job, claimFirst)).resolves.toMatchObject({ data: 'claim-first' });
+    await expect(answered(job, executeAtCommit(job, claimFirst))).resolves.toMatchObject({
+      data: 'claim-first',
+    });
     expect(jobs).toEqual([job]);
     expect(kinds(events)).toEqual(['executed rolled-back']);
   });
@@ -160,7 +162,7 @@ describe('executeAtCommit (in-memory store)', () => {
     const store = new MemoryStore();
     store.commitNext = { kind: 'taken', record: storedRow(store, {}, { amount: 2 }) };
     const { job, events } = atCommitJob(store);
-    const error = (await executeAtCommit(job, claimFirstSpy().claimFirst).catch(
+    const error = (await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)).catch(
       (e: unknown) => e,
     )) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_KEY_REUSED');
@@ -177,7 +179,7 @@ describe('executeAtCommit (in-memory store)', () => {
         return { ok: true, data: { id: 7 }, marker: trpcMiddlewareMarker };
       },
     });
-    const error = (await executeAtCommit(job, claimFirstSpy().claimFirst).catch(
+    const error = (await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)).catch(
       (e: unknown) => e,
     )) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
@@ -190,7 +192,7 @@ describe('executeAtCommit (in-memory store)', () => {
   it('a deterministic failure: rolled back, stored on its own, and every retry is answered the same', async () => {
     const store = new MemoryStore();
     const { job, events } = atCommitJob(store, { next: failing('BAD_REQUEST') });
-    const first = await executeAtCommit(job, claimFirstSpy().claimFirst);
+    const first = await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst));
     expect(first).toMatchObject({
       ok: false,
       error: { code: 'BAD_REQUEST', message: 'failed with BAD_REQUEST' },
@@ -201,7 +203,10 @@ describe('executeAtCommit (in-memory store)', () => {
     expect(events[0]).toMatchObject({ operationId: rows[0]!.operationId });
 
     const retry = atCommitJob(store, { next: never });
-    const replay = await executeAtCommit(retry.job, claimFirstSpy().claimFirst);
+    const replay = await answered(
+      retry.job,
+      executeAtCommit(retry.job, claimFirstSpy().claimFirst),
+    );
     expect(retry.headers.get('Idempotent-Replayed')).toBe('true');
     expect(replay.ok).toBe(false);
     if (replay.ok || first.ok) throw new Error('unreachable');
@@ -221,7 +226,9 @@ describe('executeAtCommit (in-memory store)', () => {
       return insertOutcome(record);
     };
     const { job, events, headers } = atCommitJob(store, { next: failing('BAD_REQUEST') });
-    await expect(executeAtCommit(job, claimFirstSpy().claimFirst)).resolves.toMatchObject({
+    await expect(
+      answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)),
+    ).resolves.toMatchObject({
       ok: true,
       data: { id: 42 },
     });
@@ -239,7 +246,9 @@ describe('executeAtCommit (in-memory store)', () => {
       return insertOutcome(record);
     };
     const { job, events, headers } = atCommitJob(store, { next: failing('BAD_REQUEST') });
-    await expect(executeAtCommit(job, claimFirstSpy().claimFirst)).resolves.toMatchObject({
+    await expect(
+      answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)),
+    ).resolves.toMatchObject({
       ok: false,
       error: { code: 'BAD_REQUEST' },
     });
@@ -260,7 +269,9 @@ describe('executeAtCommit (in-memory store)', () => {
         next: failing(code),
         procedure: { claim: 'at-commit', failures },
       });
-      await expect(executeAtCommit(job, claimFirstSpy().claimFirst)).resolves.toMatchObject({
+      await expect(
+        answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)),
+      ).resolves.toMatchObject({
         ok: false,
         error: { code },
       });
@@ -273,7 +284,7 @@ describe('executeAtCommit (in-memory store)', () => {
           return { ok: true, data: { id: 2 }, marker: trpcMiddlewareMarker };
         },
       });
-      await executeAtCommit(retry.job, claimFirstSpy().claimFirst);
+      await answered(retry.job, executeAtCommit(retry.job, claimFirstSpy().claimFirst));
       expect(runs).toBe(1);
     },
   );
@@ -282,7 +293,9 @@ describe('executeAtCommit (in-memory store)', () => {
     const store = new MemoryStore();
     store.failNext = 'fail';
     const { job, events } = atCommitJob(store, { next: failing('BAD_REQUEST') });
-    await expect(executeAtCommit(job, claimFirstSpy().claimFirst)).resolves.toMatchObject({
+    await expect(
+      answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)),
+    ).resolves.toMatchObject({
       ok: false,
       error: { code: 'BAD_REQUEST' },
     });
@@ -294,7 +307,7 @@ describe('executeAtCommit (in-memory store)', () => {
     const store = new MemoryStore();
     store.failNext = 'read';
     const { job, events, headers } = atCommitJob(store, { next: never });
-    const error = (await executeAtCommit(job, claimFirstSpy().claimFirst).catch(
+    const error = (await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)).catch(
       (e: unknown) => e,
     )) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
@@ -312,7 +325,7 @@ describe('executeAtCommit (in-memory store)', () => {
         return { ok: true, data: { id: 7 }, marker: trpcMiddlewareMarker };
       },
     });
-    const error = (await executeAtCommit(job, claimFirstSpy().claimFirst).catch(
+    const error = (await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)).catch(
       (e: unknown) => e,
     )) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
@@ -337,7 +350,7 @@ describe('executeAtCommit (in-memory store)', () => {
       store.seed(row);
       const { job, events } = atCommitJob(store, { next: never });
       const { jobs, claimFirst } = claimFirstSpy();
-      await expect(executeAtCommit(job, claimFirst)).resolves.toMatchObject({
+      await expect(answered(job, executeAtCommit(job, claimFirst))).resolves.toMatchObject({
         data: 'claim-first',
       });
       expect(jobs).toEqual([job]);
@@ -385,7 +398,10 @@ describe('executeLocal: which path takes the key', () => {
         return { ok: true, data: { id: 3 }, marker: trpcMiddlewareMarker };
       },
     });
-    await expect(executeLocal(job)).resolves.toMatchObject({ ok: true, data: { id: 3 } });
+    await expect(answered(job, executeLocal(job))).resolves.toMatchObject({
+      ok: true,
+      data: { id: 3 },
+    });
     expect(runs).toBe(1);
     expect(calls).toEqual({ claim: 1, commitWithRecord: 0 });
     expect(kinds(events)).toEqual(['executed completed']);
@@ -423,8 +439,8 @@ describe('duplicates within one process', () => {
 
   it('a duplicate waits for the request running the key, then replays it without running', async () => {
     const { leader, duplicate, open, runs } = twoOnOneProcess(2_000);
-    const first = executeAtCommit(leader, claimFirst);
-    const second = executeAtCommit(duplicate, claimFirst);
+    const first = answered(leader, executeAtCommit(leader, claimFirst));
+    const second = answered(duplicate, executeAtCommit(duplicate, claimFirst));
     await new Promise((resolve) => setImmediate(resolve));
     expect(runs()).toBe(1);
     open();
@@ -435,8 +451,8 @@ describe('duplicates within one process', () => {
 
   it('the wait is bounded by lockTimeoutMs: then 409 in progress, and the handler never ran', async () => {
     const { leader, duplicate, open, runs } = twoOnOneProcess(30);
-    const first = executeAtCommit(leader, claimFirst);
-    const refused = await executeAtCommit(duplicate, claimFirst).then(
+    const first = answered(leader, executeAtCommit(leader, claimFirst));
+    const refused = await answered(duplicate, executeAtCommit(duplicate, claimFirst)).then(
       () => null,
       (error: Error) => error,
     );
@@ -449,8 +465,8 @@ describe('duplicates within one process', () => {
   it('a leader that left the key unsettled hands it to the next duplicate, which runs', async () => {
     const { leader, duplicate, runs } = twoOnOneProcess(2_000);
     const failingLeader: IdemJob = { ...leader, next: failing('INTERNAL_SERVER_ERROR') };
-    const first = executeAtCommit(failingLeader, claimFirst);
-    const second = executeAtCommit(duplicate, claimFirst);
+    const first = answered(failingLeader, executeAtCommit(failingLeader, claimFirst));
+    const second = answered(duplicate, executeAtCommit(duplicate, claimFirst));
     expect(await first).toMatchObject({ ok: false });
     expect(await second).toMatchObject({ ok: true, data: { id: 8 } });
     expect(runs()).toBe(1); // the duplicate's own run (the failing leader does not count here)
@@ -477,7 +493,7 @@ describe('a first attempt (Idempotency-Attempt: 1) reads its key like any other 
     store.seed(storedRow(store, {}));
     const handler = counted();
     const { job, events } = firstAttempt(store, handler.next);
-    expect(await executeAtCommit(job, claimFirstSpy().claimFirst)).toMatchObject({
+    expect(await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst))).toMatchObject({
       ok: true,
       data: { id: 42 },
     });
@@ -489,13 +505,17 @@ describe('a first attempt (Idempotency-Attempt: 1) reads its key like any other 
     const store = new MemoryStore();
     const handler = counted();
     const first = firstAttempt(store, handler.next);
-    expect(await executeAtCommit(first.job, claimFirstSpy().claimFirst)).toMatchObject({
+    expect(
+      await answered(first.job, executeAtCommit(first.job, claimFirstSpy().claimFirst)),
+    ).toMatchObject({
       ok: true,
       data: { id: 2 },
     });
     for (let i = 0; i < 10; i++) {
       const retry = firstAttempt(store, handler.next);
-      expect(await executeAtCommit(retry.job, claimFirstSpy().claimFirst)).toMatchObject({
+      expect(
+        await answered(retry.job, executeAtCommit(retry.job, claimFirstSpy().claimFirst)),
+      ).toMatchObject({
         ok: true,
         data: { id: 2 },
       });
@@ -510,7 +530,9 @@ describe('a first attempt (Idempotency-Attempt: 1) reads its key like any other 
     const spy = claimFirstSpy();
     const handler = counted();
     const { job } = firstAttempt(store, handler.next);
-    expect(await executeAtCommit(job, spy.claimFirst)).toMatchObject({ data: 'claim-first' });
+    expect(await answered(job, executeAtCommit(job, spy.claimFirst))).toMatchObject({
+      data: 'claim-first',
+    });
     expect(spy.jobs).toHaveLength(1);
     expect(handler.runs()).toBe(0);
   });
@@ -520,7 +542,7 @@ describe('a first attempt (Idempotency-Attempt: 1) reads its key like any other 
     store.failNext = 'read';
     const handler = counted();
     const { job } = firstAttempt(store, handler.next);
-    const refused = await executeAtCommit(job, claimFirstSpy().claimFirst).then(
+    const refused = await answered(job, executeAtCommit(job, claimFirstSpy().claimFirst)).then(
       () => null,
       (error: Error) => error,
     );

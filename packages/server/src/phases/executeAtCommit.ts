@@ -37,7 +37,8 @@ export async function executeAtCommit(
   const key = `${job.claim.scope}\u0000${job.claim.procedure}\u0000${job.claim.keyHash}`;
   const deadline = Date.now() + job.options.lockTimeoutMs;
   for (let leader = inFlight.get(key); leader; leader = inFlight.get(key)) {
-    if (!(await settlesBefore(leader, deadline))) throw inProgress(job);
+    if (!(await settlesBefore(leader, deadline)))
+      throw inProgress(job.runtime.inProgressRetryAfterMs);
     // Every waiter reads at once; only a key the leader left unsettled needs another leader.
     const live = await readKey(job);
     if (live !== null && settledOutcome(live)) return answerExisting(job, live);
@@ -108,7 +109,7 @@ async function runKey(
   } catch (error) {
     if (error instanceof HandlerFailed)
       return recordFailure(job, error.error, operationId, started);
-    throw storeUnavailable(job, error);
+    throw storeUnavailable(error);
   }
   switch (outcome.kind) {
     case 'recorded':
@@ -117,7 +118,7 @@ async function runKey(
     case 'busy':
       // Another transaction's uncommitted row held the key past lockTimeoutMs.
       emitExecuted(job, null, 'rolled-back', false, started);
-      throw inProgress(job);
+      throw inProgress(job.runtime.inProgressRetryAfterMs);
     case 'taken': {
       // A concurrent request's record committed first: ours rolled back; answer with theirs.
       emitExecuted(job, null, 'rolled-back', false, started);
@@ -134,7 +135,7 @@ async function readKey(job: IdemJob): Promise<KeyAnswer | null> {
   try {
     return await timedClaim(job, () => job.runtime.store.readAnswer(job.claim));
   } catch (error) {
-    throw storeUnavailable(job, error);
+    throw storeUnavailable(error);
   }
 }
 

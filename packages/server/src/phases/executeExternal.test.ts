@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, unitJob, type MemoryTx } from '../../test/unit/memoryStore.js';
+import { answered, MemoryStore, unitJob, type MemoryTx } from '../../test/unit/memoryStore.js';
 import { readIdemErrorCause } from '../errors/IdemRequestError.js';
 import type { NextResult } from '../request/IdemJob.js';
 import type { ExternalIdemExecution } from '../request/IdemExecution.js';
@@ -58,7 +58,7 @@ describe('executeExternal (in-memory store)', () => {
       const charge = await idem.external('charge', { call: async () => 'ch_1' });
       return { ok: true, data: { charge }, marker: trpcMiddlewareMarker };
     });
-    await expect(executeExternal(job)).resolves.toMatchObject({
+    await expect(answered(job, executeExternal(job))).resolves.toMatchObject({
       ok: true,
       data: { charge: 'ch_1' },
     });
@@ -77,7 +77,9 @@ describe('executeExternal (in-memory store)', () => {
     const store = new MemoryStore();
     store.busyNext = true;
     const { job, headers } = externalJob(store, () => Promise.reject(new Error('ran')));
-    expect((await causeOf(executeExternal(job)))?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect((await causeOf(answered(job, executeExternal(job))))?.reason).toBe(
+      'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+    );
     expect(headers.get('Retry-After')).toBe('1');
     expect(store.rows.size).toBe(0);
   });
@@ -86,7 +88,10 @@ describe('executeExternal (in-memory store)', () => {
     const store = new MemoryStore();
     await executeExternal(externalJob(store).job);
     const { job, headers } = externalJob(store, () => Promise.reject(new Error('ran again')));
-    await expect(executeExternal(job)).resolves.toMatchObject({ ok: true, data: { id: 1 } });
+    await expect(answered(job, executeExternal(job))).resolves.toMatchObject({
+      ok: true,
+      data: { id: 1 },
+    });
     expect(headers.get('Idempotent-Replayed')).toBe('true');
   });
 
@@ -94,7 +99,9 @@ describe('executeExternal (in-memory store)', () => {
     const store = new MemoryStore();
     store.failNext = 'claim';
     const { job } = externalJob(store, () => Promise.reject(new Error('ran')));
-    expect((await causeOf(executeExternal(job)))?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
+    expect((await causeOf(answered(job, executeExternal(job))))?.reason).toBe(
+      'IDEMPOTENCY_STORE_UNAVAILABLE',
+    );
   });
 
   it.each([
@@ -118,7 +125,7 @@ describe('executeExternal (in-memory store)', () => {
       steps: null,
     });
     store.seed(erased);
-    const cause = await causeOf(executeExternal(job));
+    const cause = await causeOf(answered(job, executeExternal(job)));
     expect(cause).toMatchObject({
       reason: 'IDEMPOTENCY_OUTCOME_UNKNOWN',
       operationId: erased.operationId,
@@ -132,7 +139,7 @@ describe('executeExternal (in-memory store)', () => {
   it('a deterministic 4xx: the failure is stored and answered as every replay will be', async () => {
     const store = new MemoryStore();
     const { job, events } = externalJob(store, failing('BAD_REQUEST'));
-    await expect(executeExternal(job)).resolves.toMatchObject({
+    await expect(answered(job, executeExternal(job))).resolves.toMatchObject({
       ok: false,
       error: { code: 'BAD_REQUEST' },
     });
@@ -143,7 +150,7 @@ describe('executeExternal (in-memory store)', () => {
   it('a transient 5xx: the key is released for the next retry, the failure passes through', async () => {
     const store = new MemoryStore();
     const { job, events } = externalJob(store, failing('INTERNAL_SERVER_ERROR'));
-    await expect(executeExternal(job)).resolves.toMatchObject({
+    await expect(answered(job, executeExternal(job))).resolves.toMatchObject({
       ok: false,
       error: { code: 'INTERNAL_SERVER_ERROR' },
     });
@@ -154,7 +161,7 @@ describe('executeExternal (in-memory store)', () => {
   it('a call timed out with a lookup: OUTCOME_UNKNOWN, 503 lookup pending, retryable', async () => {
     const store = new MemoryStore();
     const { job, events } = externalJob(store, callTimesOut(true));
-    const cause = await causeOf(executeExternal(job));
+    const cause = await causeOf(answered(job, executeExternal(job)));
     expect(cause).toMatchObject({
       reason: 'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING',
       retryAfterMs: 1000,
@@ -169,7 +176,7 @@ describe('executeExternal (in-memory store)', () => {
   it('a call timed out without a lookup: NEEDS_RECONCILIATION, refused as outcome unknown', async () => {
     const store = new MemoryStore();
     const { job } = externalJob(store, callTimesOut(false));
-    const cause = await causeOf(executeExternal(job));
+    const cause = await causeOf(answered(job, executeExternal(job)));
     expect(cause).toMatchObject({ reason: 'IDEMPOTENCY_OUTCOME_UNKNOWN' });
     expect(cause?.retryAfterMs).toBeUndefined();
     expect(rowsOf(store)).toMatchObject([
@@ -177,7 +184,9 @@ describe('executeExternal (in-memory store)', () => {
     ]);
     // A retry is refused too: nothing runs again until an operator resolves it.
     const retry = externalJob(store, () => Promise.reject(new Error('ran again')));
-    expect((await causeOf(executeExternal(retry.job)))?.reason).toBe('IDEMPOTENCY_OUTCOME_UNKNOWN');
+    expect((await causeOf(answered(retry.job, executeExternal(retry.job))))?.reason).toBe(
+      'IDEMPOTENCY_OUTCOME_UNKNOWN',
+    );
   });
 
   it('ownership lost during the handler: its result is discarded, 409 in progress', async () => {
@@ -187,7 +196,9 @@ describe('executeExternal (in-memory store)', () => {
       await idem.heartbeat().catch(() => undefined);
       return { ok: true, data: 'late', marker: trpcMiddlewareMarker };
     });
-    expect((await causeOf(executeExternal(job)))?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect((await causeOf(answered(job, executeExternal(job))))?.reason).toBe(
+      'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+    );
     expect(rowsOf(store)).toMatchObject([{ state: 'IN_PROGRESS', responseBody: null }]);
     expect(events).toMatchObject([
       { type: 'executed', outcome: 'discarded' },
@@ -199,7 +210,9 @@ describe('executeExternal (in-memory store)', () => {
     const store = new MemoryStore();
     store.staleNext = true;
     const { job, events } = externalJob(store);
-    expect((await causeOf(executeExternal(job)))?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
+    expect((await causeOf(answered(job, executeExternal(job))))?.reason).toBe(
+      'IDEMPOTENCY_REQUEST_IN_PROGRESS',
+    );
     expect(events).toMatchObject([
       { type: 'executed', outcome: 'discarded' },
       { type: 'rejected', reason: 'IDEMPOTENCY_REQUEST_IN_PROGRESS' },
@@ -210,7 +223,9 @@ describe('executeExternal (in-memory store)', () => {
     const store = new MemoryStore();
     store.failNext = 'complete';
     const { job } = externalJob(store);
-    expect((await causeOf(executeExternal(job)))?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
+    expect((await causeOf(answered(job, executeExternal(job))))?.reason).toBe(
+      'IDEMPOTENCY_STORE_UNAVAILABLE',
+    );
     expect(rowsOf(store)).toMatchObject([{ state: 'IN_PROGRESS', leaseOwner: 'unit' }]);
   });
 });

@@ -1,6 +1,7 @@
 import { inProgress, reject, storeUnavailable } from '../errors/idemErrors.js';
 import { TRPCError } from '@trpc/server';
 import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
+import { answerRefusal } from './answerRefusal.js';
 import { acceptedResponse } from '../replay/acceptedResponse.js';
 import { answerExisting } from '../replay/answerExisting.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
@@ -41,9 +42,9 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
     try {
       claim = await claimWithTelemetry(job);
     } catch (error) {
-      throw storeUnavailable(job, error);
+      throw storeUnavailable(error);
     }
-    if (claim.kind === 'busy') throw inProgress(job);
+    if (claim.kind === 'busy') throw inProgress(job.runtime.inProgressRetryAfterMs);
     if (claim.kind === 'existing') {
       if (claim.reconciled) {
         // The poison cap: this claim's takeover handed the record to an operator.
@@ -67,7 +68,6 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
       job.runtime.telemetry.reconciliation(reason, job.claim.procedure);
     }
     throw reject(
-      job,
       'IDEMPOTENCY_OUTCOME_UNKNOWN',
       `this operation was erased after ${record.irreversibleAt ? 'an external call began' : 'a step of it committed'}; an operator must reconcile it`,
       { operationId: record.operationId },
@@ -76,7 +76,8 @@ export async function executeExternal(job: IdemJob): Promise<NextResult> {
   if (job.options.respond === 'accepted' && !job.resume) {
     // Long-running work: answer 202 now; the work goes on under the lease. If this process dies,
     // the completer resumes it from its recovery point. Its outcome reaches the event hook.
-    void runClaimed(job, record, takeover, started).catch(() => undefined);
+    // Its refusals (a lost record, an unknown outcome) are answered as a request's would be.
+    void runClaimed(job, record, takeover, started).catch((error) => answerRefusal(job, error));
     return acceptedResponse(job, record.operationId, 'IN_PROGRESS');
   }
   return runClaimed(job, record, takeover, started);
@@ -104,7 +105,7 @@ async function runClaimed(
   if (phased.lost) {
     // Another worker owns the key now: whatever this attempt produced is discarded.
     emitExecuted(job, record.operationId, 'discarded', takeover, started);
-    throw inProgress(job, record.operationId);
+    throw inProgress(job.runtime.inProgressRetryAfterMs, record.operationId);
   }
   const windows = {
     replayWindowMs: job.options.replayWindowMs,
@@ -149,11 +150,11 @@ async function runClaimed(
   } catch (error) {
     // The side effect may have happened; the record stays IN_PROGRESS under its lease, and its
     // committed steps make the retry (or the completer) resume without repeating a call.
-    throw storeUnavailable(job, error);
+    throw storeUnavailable(error);
   }
   if (!written) {
     emitExecuted(job, record.operationId, 'discarded', takeover, started);
-    throw inProgress(job, record.operationId);
+    throw inProgress(job.runtime.inProgressRetryAfterMs, record.operationId);
   }
   emitExecuted(job, record.operationId, outcome, takeover, started);
   if (outcome === 'failed' && !result.ok) {
@@ -163,7 +164,6 @@ async function runClaimed(
   const unsettled = result.ok ? null : phased.unsettled;
   if (unsettled === 'NEEDS_RECONCILIATION') {
     throw reject(
-      job,
       'IDEMPOTENCY_OUTCOME_UNKNOWN',
       'an external call timed out and cannot be looked up; an operator must reconcile it before anything runs again',
       { operationId: record.operationId },
@@ -172,7 +172,6 @@ async function runClaimed(
   if (unsettled === 'OUTCOME_UNKNOWN') {
     // Retryable: the next attempt asks the remote system before it calls again.
     throw reject(
-      job,
       'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING',
       'an external call timed out; retry with the same key: it will be looked up first',
       { retryAfterMs: job.runtime.inProgressRetryAfterMs, operationId: record.operationId },

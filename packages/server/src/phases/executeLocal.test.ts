@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, unitJob } from '../../test/unit/memoryStore.js';
+import { answered, MemoryStore, unitJob } from '../../test/unit/memoryStore.js';
 import { readIdemErrorCause } from '../errors/IdemRequestError.js';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { executeLocal } from './executeLocal.js';
@@ -22,7 +22,10 @@ describe('executeLocal (in-memory store)', () => {
         return { ok: true, data: { id: 7 }, marker: trpcMiddlewareMarker };
       },
     });
-    await expect(executeLocal(job)).resolves.toMatchObject({ ok: true, data: { id: 7 } });
+    await expect(answered(job, executeLocal(job))).resolves.toMatchObject({
+      ok: true,
+      data: { id: 7 },
+    });
     expect(runs).toBe(1);
     expect([...store.rows.values()]).toMatchObject([
       { state: 'COMPLETED', responseStatus: 200, responseBody: '{"id":7}' },
@@ -33,11 +36,14 @@ describe('executeLocal (in-memory store)', () => {
   it('a completed key: replays the stored result, the handler does not run', async () => {
     const store = new MemoryStore();
     const first = unitJob(store);
-    await executeLocal(first.job);
+    await answered(first.job, executeLocal(first.job));
     const { job, headers } = unitJob(store, {
       next: () => Promise.reject(new Error('the handler must not run on a replay')),
     });
-    await expect(executeLocal(job)).resolves.toMatchObject({ ok: true, data: { id: 1 } });
+    await expect(answered(job, executeLocal(job))).resolves.toMatchObject({
+      ok: true,
+      data: { id: 1 },
+    });
     expect(headers.get('Idempotent-Replayed')).toBe('true');
   });
 
@@ -45,7 +51,7 @@ describe('executeLocal (in-memory store)', () => {
     const store = new MemoryStore();
     store.busyNext = true;
     const { job, headers } = unitJob(store);
-    const error = await executeLocal(job).catch((e: unknown) => e as TRPCError);
+    const error = await answered(job, executeLocal(job)).catch((e: unknown) => e as TRPCError);
     expect(readIdemErrorCause(error as TRPCError)?.reason).toBe('IDEMPOTENCY_REQUEST_IN_PROGRESS');
     expect(headers.get('Retry-After')).toBe('1');
     expect(store.rows.size).toBe(0);
@@ -54,7 +60,7 @@ describe('executeLocal (in-memory store)', () => {
   it('a deterministic 4xx: the handler rolls back, the failure is stored for replay', async () => {
     const store = new MemoryStore();
     const { job, events } = unitJob(store, { next: failing('BAD_REQUEST') });
-    await expect(executeLocal(job)).resolves.toMatchObject({
+    await expect(answered(job, executeLocal(job))).resolves.toMatchObject({
       ok: false,
       error: { code: 'BAD_REQUEST' },
     });
@@ -73,7 +79,10 @@ describe('executeLocal (in-memory store)', () => {
     async (_, code, failures) => {
       const store = new MemoryStore();
       const { job } = unitJob(store, { next: failing(code), procedure: { failures } });
-      await expect(executeLocal(job)).resolves.toMatchObject({ ok: false, error: { code } });
+      await expect(answered(job, executeLocal(job))).resolves.toMatchObject({
+        ok: false,
+        error: { code },
+      });
       expect(store.rows.size).toBe(0);
     },
   );
@@ -84,7 +93,7 @@ describe('executeLocal (in-memory store)', () => {
     const { job, events } = unitJob(store, {
       next: () => Promise.reject(new Error('the handler must not run')),
     });
-    const error = (await executeLocal(job).catch((e: unknown) => e)) as TRPCError;
+    const error = (await answered(job, executeLocal(job)).catch((e: unknown) => e)) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
     expect(events.map((e) => e.type)).toEqual(['store-error', 'rejected']);
   });
@@ -93,7 +102,7 @@ describe('executeLocal (in-memory store)', () => {
     const store = new MemoryStore();
     store.staleNext = true;
     const { job } = unitJob(store);
-    const error = (await executeLocal(job).catch((e: unknown) => e)) as TRPCError;
+    const error = (await answered(job, executeLocal(job)).catch((e: unknown) => e)) as TRPCError;
     expect(readIdemErrorCause(error)?.reason).toBe('IDEMPOTENCY_STORE_UNAVAILABLE');
     expect(store.rows.size).toBe(0);
   });
@@ -102,7 +111,7 @@ describe('executeLocal (in-memory store)', () => {
     const store = new MemoryStore();
     store.failNext = 'fail';
     const { job, events } = unitJob(store, { next: failing('BAD_REQUEST') });
-    await expect(executeLocal(job)).resolves.toMatchObject({
+    await expect(answered(job, executeLocal(job))).resolves.toMatchObject({
       ok: false,
       error: { code: 'BAD_REQUEST' },
     });

@@ -84,9 +84,10 @@ async function executeClaimFirst(job: IdemJob): Promise<NextResult> {
       return { kind: 'executed', result } as const;
     });
   } catch (error) {
-    if (error instanceof Rollback && error.reason === 'busy') throw inProgress(job);
+    if (error instanceof Rollback && error.reason === 'busy')
+      throw inProgress(job.runtime.inProgressRetryAfterMs);
     if (error instanceof Rollback && handlerError) return recordFailure(job, handlerError, started);
-    throw storeUnavailable(job, error);
+    throw storeUnavailable(error);
   }
   return outcome.kind === 'executed' ? outcome.result : await answerExisting(job, outcome.record);
 }

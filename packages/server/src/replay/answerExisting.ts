@@ -28,7 +28,6 @@ export async function answerExisting(job: IdemJob, record: KeyAnswer): Promise<N
       : fingerprintOrNull(job.input, record.fingerprintVersion);
   if (record.fingerprint !== theirs) {
     throw reject(
-      job,
       'IDEMPOTENCY_KEY_REUSED',
       'this Idempotency-Key was already used with a different input; use a new key for a new request',
       { operationId },
@@ -45,7 +44,6 @@ export async function answerExisting(job: IdemJob, record: KeyAnswer): Promise<N
     case 'OUTCOME_UNKNOWN':
     case 'NEEDS_RECONCILIATION':
       throw reject(
-        job,
         'IDEMPOTENCY_OUTCOME_UNKNOWN',
         'the outcome of this operation is unknown and awaits reconciliation; do not retry',
         { operationId },
@@ -53,7 +51,7 @@ export async function answerExisting(job: IdemJob, record: KeyAnswer): Promise<N
     case 'PENDING':
     case 'IN_PROGRESS':
     case 'RETRYABLE_FAILURE':
-      throw inProgress(job, operationId);
+      throw inProgress(job.runtime.inProgressRetryAfterMs, operationId);
   }
 }
 
@@ -73,7 +71,7 @@ async function replay(job: IdemJob, record: KeyAnswer): Promise<NextResult> {
   const { operationId } = record;
   const body = record.responseBody;
   const unavailable = (why: string) =>
-    reject(job, 'IDEMPOTENCY_REPLAY_UNAVAILABLE', `the stored result cannot be replayed: ${why}`, {
+    reject('IDEMPOTENCY_REPLAY_UNAVAILABLE', `the stored result cannot be replayed: ${why}`, {
       operationId,
     });
   if (body === null) throw unavailable('it was erased');
@@ -132,7 +130,6 @@ async function readStoredOutput(
     const rebuilt = await strategy.rebuild(reference, job.ctx);
     if (rebuilt === null || rebuilt === undefined) {
       throw reject(
-        job,
         'IDEMPOTENCY_RESOURCE_GONE',
         'this request completed, but the resource it created has been deleted since',
       );

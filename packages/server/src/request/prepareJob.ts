@@ -1,6 +1,7 @@
-import { FINGERPRINT_VERSION, parseIdempotencyKey } from '@idem/contract';
+import { FINGERPRINT_VERSION, parseIdempotencyKey, type RecoveryRecord } from '@idem/contract';
 import { idemMisuse, reject, storeUnavailable } from '../errors/idemErrors.js';
 import { isDatabaseUnreachable } from '../errors/isDatabaseUnreachable.js';
+import { answerRefusal } from '../phases/answerRefusal.js';
 import { executeExternal } from '../phases/executeExternal.js';
 import { executeLocal } from '../phases/executeLocal.js';
 import type { IdemMiddlewareCall } from '../trpc/idemProcedureBuilder.js';
@@ -8,7 +9,7 @@ import { findNul } from './fingerprint.js';
 import { claimFingerprint } from './claimFingerprint.js';
 import { claimKeyHash, hashIdempotencyKey } from './keyHash.js';
 import { newOperationId } from './operationId.js';
-import type { IdemContext } from './idemContext.js';
+import type { IdemContext, IdemRequest } from './idemContext.js';
 import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
 
 /** The scope a key is claimed in: the caller's scope, then the procedure's suffix if it has one. */
@@ -19,7 +20,8 @@ export function composeScope(base: string, suffix: string | undefined): string {
 /**
  * One request on an idempotent procedure, from idem's middleware to its answer (per request):
  * prepare the job, run it in the procedure's mode, and turn a handler that failed with the
- * database into the store's 503.
+ * database into the store's 503. The one place a refusal is answered: whatever the job throws
+ * with `data.idem` gets its events and its Retry-After here (`answerRefusal`).
  */
 export async function runRequest<TContext extends IdemContext>(
   runtime: IdemRuntime,
@@ -27,30 +29,45 @@ export async function runRequest<TContext extends IdemContext>(
   scopeOf: (ctx: TContext) => string | Promise<string>,
   call: IdemMiddlewareCall<TContext, never>,
 ): Promise<NextResult> {
-  const job = await prepareJob(runtime, options, scopeOf, call);
-  const execute = options.mode === 'local' ? executeLocal : executeExternal;
-  const started = performance.now();
+  const caller = await identifyCaller(runtime, options, scopeOf, call);
+  let job: IdemJob | undefined;
+  let started = 0;
   try {
+    job = await prepareJob(runtime, options, call, caller);
+    const execute = options.mode === 'local' ? executeLocal : executeExternal;
+    started = performance.now();
     const result = await execute(job);
     // The handler failed because the database went away (an outage mid-phase): a 503.
-    if (!result.ok && isDatabaseUnreachable(result.error)) {
-      throw storeUnavailable(job, result.error);
-    }
+    if (!result.ok && isDatabaseUnreachable(result.error)) throw storeUnavailable(result.error);
     return result;
+  } catch (error) {
+    answerRefusal(caller, error);
+    throw error;
   } finally {
-    runtime.telemetry.requestDuration(performance.now() - started, job.claim.procedure);
+    if (job) runtime.telemetry.requestDuration(performance.now() - started, job.claim.procedure);
   }
 }
 
 const identity = (text: string) => text;
 
-async function prepareJob<TContext extends IdemContext>(
+/** Who is asking, and with which key: what a refusal's answer needs (per request). */
+interface Caller {
+  runtime: IdemRuntime;
+  request: IdemRequest;
+  scope: string;
+  resume: RecoveryRecord | null;
+  parsed: ReturnType<typeof parseIdempotencyKey> | { ok: true; keyHash: string };
+  event: IdemJob['event'];
+}
+
+/** The caller's scope and key, after the misuses a request can show (500s, no event). */
+async function identifyCaller<TContext extends IdemContext>(
   runtime: IdemRuntime,
   options: ResolvedProcedureOptions,
   scopeOf: (ctx: TContext) => string | Promise<string>,
   opts: IdemMiddlewareCall<TContext, never>,
-): Promise<IdemJob> {
-  const { ctx, path, type, input } = opts;
+): Promise<Caller> {
+  const { ctx, path, type } = opts;
   runtime.windows.seen(path, options);
   if (options.respond === 'accepted') runtime.acceptedPaths.add(path);
   if (type !== 'mutation') {
@@ -73,15 +90,26 @@ async function prepareJob<TContext extends IdemContext>(
   const parsed = resume
     ? ({ ok: true, keyHash: resume.keyHash } as const)
     : parseIdempotencyKey(request.keyValues);
-  let keyHash = parsed.ok
+  const keyHash = parsed.ok
     ? 'keyHash' in parsed
       ? parsed.keyHash
       : hashIdempotencyKey(parsed.key, runtime.keySecrets.current, scope)
     : '';
   const event = { procedure: path, scope, keyHash, requestId: request.requestId };
+  return { runtime, request, scope, resume, parsed, event };
+}
 
-  const refusing = { runtime, event, request };
-  if (!parsed.ok) throw reject(refusing, parsed.reason, parsed.message);
+/** The job of a request whose caller is known; throws its refusals (see runRequest). */
+async function prepareJob<TContext extends IdemContext>(
+  runtime: IdemRuntime,
+  options: ResolvedProcedureOptions,
+  opts: IdemMiddlewareCall<TContext, never>,
+  caller: Caller,
+): Promise<IdemJob> {
+  const { ctx, path, input } = opts;
+  const { request, scope, resume, parsed, event } = caller;
+  let keyHash = event.keyHash;
+  if (!parsed.ok) throw reject(parsed.reason, parsed.message);
   if ('key' in parsed && runtime.keySecrets.previous.length > 0) {
     try {
       keyHash = await claimKeyHash(runtime.store, runtime.keySecrets, {
@@ -90,13 +118,12 @@ async function prepareJob<TContext extends IdemContext>(
         key: parsed.key,
       });
     } catch (error) {
-      throw storeUnavailable(refusing, error);
+      throw storeUnavailable(error);
     }
     event.keyHash = keyHash;
   }
   if (request.batch) {
     throw reject(
-      refusing,
       'IDEMPOTENCY_BATCH_REFUSED',
       `${path} is idempotent: send it alone, not in a batch (?batch=1)`,
     );
@@ -104,18 +131,14 @@ async function prepareJob<TContext extends IdemContext>(
   // Before the claim: PostgreSQL refuses NUL in text, and the claim may store the input.
   const nulAt = resume ? null : findNul(input);
   if (nulAt)
-    throw reject(
-      refusing,
-      'IDEMPOTENCY_INPUT_UNSTORABLE',
-      `the input holds U+0000 (NUL) at ${nulAt}`,
-    );
+    throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', `the input holds U+0000 (NUL) at ${nulAt}`);
 
   const checked = claimFingerprint(
     input,
     options.mode === 'external' && !resume,
     runtime.serializer,
   );
-  if (!checked.ok) throw reject(refusing, 'IDEMPOTENCY_INPUT_UNSTORABLE', checked.message);
+  if (!checked.ok) throw reject('IDEMPOTENCY_INPUT_UNSTORABLE', checked.message);
   const storedInput =
     options.mode === 'external'
       ? (runtime.inputCipher?.encrypt ?? identity)(

@@ -97,11 +97,10 @@ export async function refuseWhenQueueFull(job: IdemJob): Promise<void> {
     // A retry of a request already queued (or done) is answered by its record, never refused.
     if (depth >= queue.maxDepth && (await store.read(job.claim))) return;
   } catch (error) {
-    throw storeUnavailable(job, error);
+    throw storeUnavailable(error);
   }
   if (depth >= queue.maxDepth) {
     throw reject(
-      job,
       'IDEMPOTENCY_QUEUE_FULL',
       `the queue of long-running work is full (${depth} waiting); retry with the same key after the delay`,
       { retryAfterMs: queue.retryAfterMs },

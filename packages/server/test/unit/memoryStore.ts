@@ -1,4 +1,5 @@
 import { ProcedureWindowRegistry } from '../../src/request/procedureWindows.js';
+import { answerRefusal } from '../../src/phases/answerRefusal.js';
 /**
  * A small in-memory key store for unit tests of the server's decision modules: the local-mode
  * part of the contract (claim, read, complete, fail, release in transactions that roll back),
@@ -385,4 +386,15 @@ export function unitJob(
     next: options.next ?? (async () => ({ ok: true, data: { id: 1 }, marker: null })),
   };
   return { job, events, headers };
+}
+
+/**
+ * What `runRequest` does with a job's outcome: a refusal the executor throws is answered (its
+ * events and Retry-After, `answerRefusal`), then thrown on.
+ */
+export function answered<T>(job: IdemJob, outcome: Promise<T>): Promise<T> {
+  return outcome.catch((error: unknown) => {
+    answerRefusal(job, error);
+    throw error;
+  });
 }

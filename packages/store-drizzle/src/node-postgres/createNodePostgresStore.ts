@@ -5,6 +5,7 @@ import {
   type DrizzleIdempotencyStoreOptions,
 } from '../DrizzleIdempotencyStore.js';
 import { warnOnConsole, watch } from './connectionErrors.js';
+import { poolTransaction } from './poolTransaction.js';
 
 /**
  * Options of {@link createNodePostgresStore}: the store's, and where it reports connections lost.
@@ -45,6 +46,10 @@ export type NodePostgresIdempotencyStore<
  * the COMMIT is sent, so a fresh request costs one round trip more than on postgres.js, which
  * sends the record and the COMMIT in one write.
  *
+ * The store's transactions check their client out of the pool and give it back whatever
+ * fails, a failed BEGIN included (`poolTransaction.ts`: Drizzle's own `db.transaction` keeps the
+ * client of a failed BEGIN for good).
+ *
  * A single pg `Client` is refused (a type error, and a TypeError at run time): Drizzle would run
  * every request's transaction on its one connection, interleaved.
  */
@@ -63,5 +68,8 @@ export function createNodePostgresStore<
     );
   }
   watch(pool, onWarning ?? warnOnConsole);
-  return new DrizzleIdempotencyStore(db, storeOptions);
+  // The store's transactions release their client whatever fails (see poolTransaction.ts).
+  const transaction = poolTransaction(db as NodePgDatabase<Record<string, unknown>>, pool);
+  const storeDb = Object.create(db, { transaction: { value: transaction } }) as typeof db;
+  return new DrizzleIdempotencyStore(storeDb, storeOptions);
 }

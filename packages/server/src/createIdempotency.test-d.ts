@@ -11,8 +11,9 @@ import type {
 import { expectTypeOf, test } from 'vitest';
 import { z } from 'zod';
 import { createIdempotency } from './createIdempotency.js';
-import { idemContext, type IdemContext } from './request/idemContext.js';
-import type { ExternalIdemExecution } from './request/IdemExecution.js';
+import { idemContext } from './request/idemContext.js';
+import { type IdemContext } from './types/IdemRequest.js';
+import type { ExternalIdemExecution } from './types/IdemExecution.js';
 
 interface FakeTx {
   insert(row: { sku: string }): Promise<void>;

@@ -4,12 +4,12 @@ import {
   type IdempotencyOptions,
   type RecoveryStore,
 } from '@idem/contract';
-import type { IdemContext } from './request/idemContext.js';
+import type { IdemContext } from './types/IdemRequest.js';
 import type {
   ExternalIdemExecution,
   IdemExecution,
   LocalIdemExecution,
-} from './request/IdemExecution.js';
+} from './types/IdemExecution.js';
 import { createIdemRuntime } from './request/createIdemRuntime.js';
 import { composeScope, runRequest } from './request/prepareJob.js';
 import { resolveProcedureOptions } from './request/resolveProcedureOptions.js';
@@ -19,123 +19,24 @@ import {
   buildProcedure,
   type IdemProcedureBuilder,
 } from './trpc/idemProcedureBuilder.js';
-import type { IdemServerEvent } from './telemetry/IdemServerEvent.js';
-import type { ResultSerializer } from './replay/ResultSerializer.js';
-import type { ReplayStrategy } from './replay/ReplayStrategy.js';
+import type { IdemServerEvent } from './types/IdemServerEvent.js';
+import type { ResultSerializer } from './types/ResultSerializer.js';
+import type { ReplayStrategy } from './types/ReplayStrategy.js';
 import {
   createCompleter,
   type Completer,
   type CompleterOptions,
 } from './workers/createCompleter.js';
 import { createOperationTools, type OperationTools } from './operations/operationTools.js';
-import type { TextCipher } from './replay/aesGcmCipher.js';
-import {
-  keepStatusLocation,
-  type AcceptedOperation,
-  type StatusLocation,
-} from './replay/acceptedResponse.js';
-import { checkedKeySecrets } from './request/keyHash.js';
+import type { TextCipher } from './types/TextCipher.js';
+import { type AcceptedOperation } from './replay/acceptedResponse.js';
+import { checkedKeySecrets } from './hashing/keyHash.js';
 import { operationStatusQuery } from './operations/operationStatusProcedure.js';
-import {
-  createWorkerPool,
-  type QueueOptions,
-  type WorkerPool,
-  type WorkerPoolOptions,
-} from './workers/workerPool.js';
+import { createWorkerPool, type WorkerPool, type WorkerPoolOptions } from './workers/workerPool.js';
+import { type QueueOptions } from './types/options.js';
+import type { CreateIdempotencyOptions, IdemProcedureOptions } from './types/options.js';
 
 export type { IdemProcedureBuilder } from './trpc/idemProcedureBuilder.js';
-
-/** Options of {@link createIdempotency} (configured once per app). */
-export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
-  /**
-   * The key store, e.g. `createPostgresJsStore(db)` from `@idem/store-drizzle/postgres-js`: the
-   * contract's {@link RecoveryStore} (claims and outcomes, and the recovery the external mode,
-   * the completer and the operation tools need), checked by type, never probed at run time.
-   */
-  store: RecoveryStore<TTx>;
-  /**
-   * Required. The caller's scope, from the authenticated context: e.g. `${accountId}:live`. Keys
-   * are unique per (scope, procedure, key); there is no global default, and an empty scope is
-   * refused. Put idem after your authentication middleware.
-   */
-  scope: (ctx: TContext) => string | Promise<string>;
-  /**
-   * Required. The server secret idempotency keys are hashed with (HMAC-SHA256 of the scope and the
-   * key), at least 32 characters: e.g. `openssl rand -hex 32`, kept in your config. The table and
-   * the logs keep only this hash: the same key in two scopes hashes apart, and a key guessed from
-   * a business id cannot be confirmed without the secret. There is no default: a missing or
-   * short secret is a start-up error, never a plain hash. Changing it turns every live key into a
-   * new request, unless the old secret is listed in `previousKeySecrets`.
-   */
-  keySecret: string;
-  /**
-   * Secrets `keySecret` replaced, newest first, for a rotation: a request whose key has a live
-   * record under one of them keeps that record (one extra read per listed secret per request).
-   * Drop them once the replay window has passed since the switch. Defaults to none.
-   */
-  previousKeySecrets?: readonly string[];
-  /**
-   * Queues long-running work (`respond: 'accepted'`): a request is stored PENDING and answered
-   * 202, and `idem.workerPool()` runs it with a concurrency limit. Defaults to none: accepted work
-   * starts at once in the accepting process, with no limit. See {@link QueueOptions}.
-   */
-  queue?: QueueOptions;
-  /**
-   * Where the 202 of accepted work (`respond: 'accepted'`) tells the caller to poll: its
-   * `Location` header. Either the URL path of your status query (the one mounted with
-   * `idem.operationStatusQuery`), e.g. `'/trpc/jobs.status'`, to which idem appends
-   * `?input=` and `{"operationId":"..."}` URL-encoded (a tRPC GET without a transformer); or a
-   * function of the operation id that returns the address, for anything else. With superjson the
-   * input is wrapped:
-   * `(id) => '/trpc/jobs.status?input=' + encodeURIComponent(JSON.stringify({ json: { operationId: id } }))`.
-   * The address may be relative to the request (a path) or absolute. No default: idem does not
-   * know where you mounted the status query, so an accepted procedure without it is a start-up
-   * error.
-   */
-  statusLocation?: StatusLocation;
-  /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
-  defaults?: IdempotencyOptions;
-  /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
-  serializer?: ResultSerializer;
-  /** Receives one event per request decision: hashes and ids only, never bodies. Defaults to none. */
-  onEvent?: (event: IdemServerEvent) => void;
-  /** Lease owner recorded on claims. Defaults to `<hostname>:<pid>:<random>`. */
-  owner?: string;
-  /**
-   * Milliseconds a 409 in-progress answer, and a 202 of accepted work (its `Retry-After`), ask
-   * the client to wait. Defaults to 1000.
-   */
-  inProgressRetryAfterMs?: number;
-  /**
-   * The poison cap of external-mode work: a record whose work was taken over this many times (its
-   * worker vanished mid-work, or a lookup was owed), by a client's retry or a completer, goes to
-   * NEEDS_RECONCILIATION (reason `takeover_limit`) at the next takeover instead of running again.
-   * Released keys (transient failures) do not count. Defaults to 5 (`DEFAULT_MAX_TAKEOVERS`).
-   */
-  maxTakeovers?: number;
-  /**
-   * Encrypts the inputs external-mode procedures store for the completer (they may hold personal
-   * data), e.g. `aesGcmCipher(key)`. Defaults to none: inputs are stored as JSON text, readable
-   * by anyone who can read the table; erased by `eraseScope` and deleted by the reaper.
-   */
-  inputCipher?: TextCipher;
-  /**
-   * The OpenTelemetry meter for idem's metrics. Defaults to the global provider's `@idem/server`
-   * meter: a no-op until you install an SDK.
-   */
-  meter?: Meter;
-  /** Spans around claim, phases and completion (no-ops without an SDK). Defaults to true. */
-  tracing?: boolean;
-}
-
-/**
- * Options of one idempotent procedure: the contract's {@link IdempotencyOptions} (documented
- * there, with defaults), with `replay` as a strategy object rather than its name.
- */
-export type IdemProcedureOptions = Omit<IdempotencyOptions, 'replay'> & {
-  /** What is stored for replay. Defaults to `{ kind: 'full' }`. See {@link ReplayStrategy}. */
-  replay?: ReplayStrategy;
-};
 
 /** What {@link createIdempotency} returns: procedure builders to `.concat()`, and its workers. */
 export interface Idempotency<TContext extends IdemContext, TTx> extends OperationTools<TContext> {
@@ -207,7 +108,6 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   const keySecrets = checkedKeySecrets(options.keySecret, options.previousKeySecrets);
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
   const runtime = createIdemRuntime(options, defaults, keySecrets);
-  keepStatusLocation(runtime, options.statusLocation);
   const t = buildPlugin<TContext>();
   /** Scope suffixes of this app's procedures: operation lookups accept the caller's scopes only. */
   const suffixes = new Set<string | undefined>([undefined]);

@@ -1,20 +1,14 @@
 export { createIdempotency } from './createIdempotency.js';
-export type {
-  CreateIdempotencyOptions,
-  Idempotency,
-  IdemProcedureBuilder,
-  IdemProcedureOptions,
-} from './createIdempotency.js';
+export type { CreateIdempotencyOptions, IdemProcedureOptions } from './types/options.js';
+export type { Idempotency, IdemProcedureBuilder } from './createIdempotency.js';
 export { idemContext } from './request/idemContext.js';
 export type {
   IdemAdapterOptions,
-  IdemContext,
   IdemContextSource,
   IdemHeaderSource,
-  IdemRequest,
   IdemRequestInfo,
-  IdemResponse,
 } from './request/idemContext.js';
+export type { IdemContext, IdemRequest, IdemResponse } from './types/IdemRequest.js';
 export { idemErrorFormatter } from './errors/idemErrorFormatter.js';
 export type {
   IdemErrorFormatterOptions,
@@ -26,20 +20,20 @@ export type {
   ExternalIdemExecution,
   IdemExecution,
   LocalIdemExecution,
-} from './request/IdemExecution.js';
+} from './types/IdemExecution.js';
 export { defaultCallTimeLimitMs } from './phases/PhasedExecution.js';
 export type {
   ExternalCallOptions,
   ExternalStep,
   LookupResult,
   PhaseTools,
-} from './phases/PhasedExecution.js';
-export type { IdemEventBase, IdemServerEvent } from './telemetry/IdemServerEvent.js';
-export { jsonSerializer } from './replay/ResultSerializer.js';
-export type { ResultSerializer } from './replay/ResultSerializer.js';
-export type { ReplayStrategy } from './replay/ReplayStrategy.js';
+} from './types/IdemExecution.js';
+export type { IdemEventBase, IdemServerEvent } from './types/IdemServerEvent.js';
+export { jsonSerializer } from './replay/jsonSerializer.js';
+export type { ResultSerializer } from './types/ResultSerializer.js';
+export type { ReplayStrategy } from './types/ReplayStrategy.js';
 export { aesGcmCipher } from './replay/aesGcmCipher.js';
-export type { TextCipher } from './replay/aesGcmCipher.js';
+export type { TextCipher } from './types/TextCipher.js';
 export type { AcceptedOperation } from './replay/acceptedResponse.js';
 export type {
   CancelOutcome,
@@ -52,7 +46,7 @@ export { createReaper } from './workers/createReaper.js';
 export type { Reaper, ReaperOptions, ReaperReport } from './workers/createReaper.js';
 export type { PeriodicWorker } from './workers/runPeriodically.js';
 export { SERVER_METRICS } from './telemetry/idemTelemetry.js';
-export { canonicalJson, findNul, fingerprint } from './request/fingerprint.js';
+export { canonicalJson, findNul, fingerprint } from './hashing/fingerprint.js';
 export { classifyHandlerFailure } from './phases/classifyHandlerFailure.js';
 export { formatIdemError } from './errors/formatIdemError.js';
 export type { IdemErrorShape } from './errors/formatIdemError.js';
@@ -70,8 +64,9 @@ export { checkResolution } from './operations/resolutionResponse.js';
 export type { CheckedResolution, ResolutionRequest } from './operations/resolutionResponse.js';
 export { operationStatusInput } from './operations/operationStatusProcedure.js';
 export { acceptedProcedures } from './workers/workerPool.js';
-export type { QueueOptions, WorkerPool, WorkerPoolOptions } from './workers/workerPool.js';
-export { hashIdempotencyKey, MIN_KEY_SECRET_LENGTH } from './request/keyHash.js';
+export type { QueueOptions } from './types/options.js';
+export type { WorkerPool, WorkerPoolOptions } from './workers/workerPool.js';
+export { hashIdempotencyKey, MIN_KEY_SECRET_LENGTH } from './hashing/keyHash.js';
 export {
   idemCors,
   IDEM_CORS_ALLOW_HEADERS,

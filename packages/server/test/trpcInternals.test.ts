@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { pgliteEnv, type TestEnv } from './fixtures/databases.js';
 import { createIdempotency } from '../src/createIdempotency.js';
-import { idemContext, type IdemContext } from '../src/request/idemContext.js';
+import { idemContext } from '../src/request/idemContext.js';
+import { type IdemContext } from '../src/types/IdemRequest.js';
 import { trpcMiddlewareMarker } from '../src/trpc/trpcInternals.js';
 
 type Ctx = IdemContext & { account: string };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TRPCDefaultErrorData, TRPCDefaultErrorShape, TRPCError } from '@trpc/server';
 import { RETRY_AFTER_HEADER, type IdemErrorData } from '@idem/contract';
-import type { IdemContext } from '../request/idemContext.js';
+import type { IdemContext } from '../types/IdemRequest.js';
 import { readIdemErrorCause } from './IdemRequestError.js';
 import { isDatabaseUnreachable } from './isDatabaseUnreachable.js';
 

@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
-import type { IdemServerEvent } from '../telemetry/IdemServerEvent.js';
+import type { IdemServerEvent } from '../types/IdemServerEvent.js';
 import {
   inProgress,
   isLostOwnershipError,
@@ -10,7 +10,7 @@ import {
   reject,
   storeUnavailable,
 } from './idemErrors.js';
-import { answerRefusal, type RefusalTarget } from '../phases/answerRefusal.js';
+import { answerRefusal, type RefusalTarget } from '../executors/answerRefusal.js';
 import { readIdemErrorCause } from './IdemRequestError.js';
 
 describe('handler-facing errors', () => {

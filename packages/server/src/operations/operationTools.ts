@@ -1,7 +1,7 @@
 import { TRPCError } from '@trpc/server';
 import type { RecordState, RecoveryRecord, RecoveryStore } from '@idem/contract';
-import type { IdemRuntime } from '../request/IdemJob.js';
-import { STORED_TAGS } from '../replay/ReplayStrategy.js';
+import type { IdemRuntime } from '../types/IdemJob.js';
+import { STORED_TAGS } from '../types/ReplayStrategy.js';
 import { serializeFailure, storedFailureSchema } from '../replay/storedFailure.js';
 
 /** What a caller may learn about one of its own operations. */

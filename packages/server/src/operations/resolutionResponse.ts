@@ -1,7 +1,8 @@
 import { TRPCError } from '@trpc/server';
 import { getHTTPStatusCodeFromError } from '@trpc/server/http';
-import { jsonSerializer, type ResultSerializer } from '../replay/ResultSerializer.js';
-import { STORED_TAGS } from '../replay/ReplayStrategy.js';
+import { jsonSerializer } from '../replay/jsonSerializer.js';
+import { type ResultSerializer } from '../types/ResultSerializer.js';
+import { STORED_TAGS } from '../types/ReplayStrategy.js';
 import { storedFailureSchema } from '../replay/storedFailure.js';
 
 /** What an operator asks a record to be resolved to (the CLI's `--state`, `--status`, `--body`). */

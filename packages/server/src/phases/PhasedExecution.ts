@@ -2,74 +2,15 @@ import { TRPCError } from '@trpc/server';
 import type { Fence, ReconciliationReason, RecoveryStore } from '@idem/contract';
 import { LostOwnershipError, OutcomeUnknownError } from '../errors/idemErrors.js';
 import { classifyHandlerFailure } from './classifyHandlerFailure.js';
-import type { IdemJob } from '../request/IdemJob.js';
+import type { IdemJob } from '../types/IdemJob.js';
 import { parseSteps, type StepRecord, type Steps } from './steps.js';
 import { raceSignal, timeLimitError, withTimeLimit } from './callTimeLimit.js';
 import { stepResultCodec } from './stepResultCodec.js';
-
-/** What a lookup by operation id found at the remote system. */
-export type LookupResult<T> = { found: true; result: T } | { found: false };
-
-/** What a call or lookup of an external step receives besides the operation id. */
-export interface ExternalCallOptions {
-  /**
-   * Fires when the step's time limit (`timeoutMs`) is reached, before the lease it runs under
-   * lapses. Pass it to `fetch` (or your client's equivalent): once it fired, idem no longer waits
-   * for the call, and a call still in flight after `timeoutMs` more could race a new owner.
-   */
-  signal: AbortSignal;
-}
-
-/** An external call and how to ask the remote system whether it already happened. */
-export interface ExternalStep<T> {
-  /**
-   * Makes the call. Pass `operationId` downstream as its idempotency key, and `signal` to the
-   * request. Runs only right after a fenced write confirmed this worker still owns the record and
-   * extended its lease to cover `timeoutMs` (plus one lease for recording the result).
-   */
-  call(operationId: string, options: ExternalCallOptions): Promise<T>;
-  /**
-   * Asks the remote system, by `operationId`, whether an earlier call was received. Without it, a
-   * call whose outcome is unknown goes to manual reconciliation and is never retried by chance.
-   * It runs only once no earlier call can still be in flight, so "not found" means "not
-   * received". Its signal fires after the procedure's `leaseMs` (the lease it runs under).
-   */
-  lookup?(operationId: string, options: ExternalCallOptions): Promise<LookupResult<NoInfer<T>>>;
-  /**
-   * The time limit of one call, in milliseconds: `signal` fires then, and a call that has not
-   * answered counts as an unknown outcome. The record cannot be taken over
-   * until the lease plus this limit has passed after the call began. Defaults to half the
-   * procedure's `leaseMs` (15 000 ms with the default 30 s lease).
-   */
-  timeoutMs?: number;
-}
+import type { ExternalStep, LookupResult, PhaseTools } from '../types/IdemExecution.js';
 
 /** The time limit of an external step without `timeoutMs`: half the procedure's lease. */
 export function defaultCallTimeLimitMs(leaseMs: number): number {
   return Math.max(1, Math.floor(leaseMs / 2));
-}
-
-/**
- * `ctx.idem` helpers of an external-mode procedure. The handler runs from the top on every
- * attempt; steps already committed return their recorded result instead of running again.
- */
-export interface PhaseTools<TTx> {
-  /**
-   * Runs a local phase: `fn`'s writes through `tx` and the recovery point commit together. A
-   * phase committed by an earlier attempt is not run again; its recorded result is returned.
-   */
-  phase<T>(name: string, fn: (tx: TTx) => Promise<T>): Promise<T>;
-  /**
-   * Runs an external call once: records the intent first (a fenced write that also extends the
-   * lease over the call's time limit), then calls, then records the result. If an earlier attempt
-   * recorded the intent but not the result, the outcome is unknown: the remote is asked first
-   * (`lookup`), and only a confirmed "not received" calls again, after another fenced intent.
-   */
-  external<T>(name: string, step: ExternalStep<T>): Promise<T>;
-  /** Extends the lease by the procedure's `leaseMs` (for long phases). */
-  heartbeat(): Promise<void>;
-  /** The last committed step when this attempt started, or null. */
-  readonly recoveryPoint: string | null;
 }
 
 /** The state of one external-mode attempt (per request). */

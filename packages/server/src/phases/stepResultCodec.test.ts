@@ -2,10 +2,10 @@ import type { RecoveryStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { aesGcmCipher } from '../replay/aesGcmCipher.js';
 import { createIdempotency } from '../createIdempotency.js';
-import type { IdemContext } from '../request/idemContext.js';
-import type { IdemJob } from '../request/IdemJob.js';
-import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
-import { jsonSerializer } from '../replay/ResultSerializer.js';
+import type { IdemContext } from '../types/IdemRequest.js';
+import type { IdemJob } from '../types/IdemJob.js';
+import type { ReplayStrategy } from '../types/ReplayStrategy.js';
+import { jsonSerializer } from '../replay/jsonSerializer.js';
 import { stepResultCodec } from './stepResultCodec.js';
 
 const cipher = aesGcmCipher('b'.repeat(64));

@@ -1,5 +1,5 @@
-import type { IdemJob } from '../request/IdemJob.js';
-import { STORED_TAGS } from '../replay/ReplayStrategy.js';
+import type { IdemJob } from '../types/IdemJob.js';
+import { STORED_TAGS } from '../types/ReplayStrategy.js';
 
 /**
  * How the results of a procedure's steps are kept in the record's `steps`, by its replay strategy:

@@ -1,10 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-
-/** Encrypts and decrypts text the store keeps (stored inputs, secret results). */
-export interface TextCipher {
-  encrypt(plain: string): string;
-  decrypt(sealed: string): string;
-}
+import type { TextCipher } from '../types/TextCipher.js';
 
 const PREFIX = 'aes256gcm:v1:';
 

@@ -3,9 +3,9 @@ import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { IDEMPOTENT_REPLAYED_HEADER, type KeyAnswer } from '@idem/contract';
 import { inProgress, reject } from '../errors/idemErrors.js';
 import { acceptedResponse } from './acceptedResponse.js';
-import { fingerprint } from '../request/fingerprint.js';
-import type { IdemJob, NextResult } from '../request/IdemJob.js';
-import { STORED_TAGS } from './ReplayStrategy.js';
+import { fingerprint } from '../hashing/fingerprint.js';
+import type { IdemJob, NextResult } from '../types/IdemJob.js';
+import { STORED_TAGS } from '../types/ReplayStrategy.js';
 import { storedFailureError, storedFailureSchema } from './storedFailure.js';
 
 /**

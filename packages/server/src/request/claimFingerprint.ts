@@ -1,5 +1,5 @@
-import { fingerprint } from './fingerprint.js';
-import type { ResultSerializer } from '../replay/ResultSerializer.js';
+import { fingerprint } from '../hashing/fingerprint.js';
+import type { ResultSerializer } from '../types/ResultSerializer.js';
 
 /** The input's fingerprint, and its stored text when the claim keeps it; or why it is refused. */
 export type ClaimFingerprint =

@@ -8,11 +8,12 @@ import {
 } from '@idem/contract';
 import { ProcedureWindowRegistry } from './procedureWindows.js';
 import { checkedQueue } from '../workers/workerPool.js';
-import type { CreateIdempotencyOptions } from '../createIdempotency.js';
-import { jsonSerializer } from '../replay/ResultSerializer.js';
+import type { CreateIdempotencyOptions } from '../types/options.js';
+import { jsonSerializer } from '../replay/jsonSerializer.js';
 import { createIdemTelemetry } from '../telemetry/idemTelemetry.js';
-import type { IdemContext } from './idemContext.js';
-import type { IdemRuntime } from './IdemJob.js';
+import type { IdemContext } from '../types/IdemRequest.js';
+import type { IdemRuntime } from '../types/IdemJob.js';
+import { checkedStatusLocation } from './statusLocation.js';
 
 /** The settings and services of one `createIdempotency`, defaults applied (per app). */
 export function createIdemRuntime<TContext extends IdemContext, TTx>(
@@ -41,6 +42,7 @@ export function createIdemRuntime<TContext extends IdemContext, TTx>(
       replayWindowMs: defaults.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
       retentionMs: defaults.retentionMs ?? DEFAULT_RETENTION_MS,
     }),
+    statusLocation: checkedStatusLocation(options.statusLocation),
     emit: (event) => {
       telemetry.onEvent(event);
       if (!onEvent) return;

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { idemContext, type IdemResponse } from './idemContext.js';
+import { idemContext } from './idemContext.js';
+import { type IdemResponse } from '../types/IdemRequest.js';
 import { idemResponseMeta } from './idemResponseMeta.js';
 
 /**

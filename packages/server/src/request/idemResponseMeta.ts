@@ -1,6 +1,6 @@
 import { RETRY_AFTER_HEADER } from '@idem/contract';
 import { unavailableRetryAfterOf } from '../errors/idemErrorFormatter.js';
-import type { IdemContext } from './idemContext.js';
+import type { IdemContext } from '../types/IdemRequest.js';
 
 /**
  * A tRPC `responseMeta` that sets the headers idem asked for (`Idempotent-Replayed`,

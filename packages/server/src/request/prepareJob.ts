@@ -1,16 +1,21 @@
 import { FINGERPRINT_VERSION, parseIdempotencyKey, type RecoveryRecord } from '@idem/contract';
 import { idemMisuse, reject, storeUnavailable } from '../errors/idemErrors.js';
 import { isDatabaseUnreachable } from '../errors/isDatabaseUnreachable.js';
-import { answerRefusal } from '../phases/answerRefusal.js';
-import { executeExternal } from '../phases/executeExternal.js';
-import { executeLocal } from '../phases/executeLocal.js';
-import type { IdemMiddlewareCall } from '../trpc/idemProcedureBuilder.js';
-import { findNul } from './fingerprint.js';
+import { answerRefusal } from '../executors/answerRefusal.js';
+import { executeExternal } from '../executors/executeExternal.js';
+import { executeLocal } from '../executors/executeLocal.js';
+import type { IdemMiddlewareCall } from '../types/IdemJob.js';
+import { findNul } from '../hashing/fingerprint.js';
 import { claimFingerprint } from './claimFingerprint.js';
-import { claimKeyHash, hashIdempotencyKey } from './keyHash.js';
+import { claimKeyHash, hashIdempotencyKey } from '../hashing/keyHash.js';
 import { newOperationId } from './operationId.js';
-import type { IdemContext, IdemRequest } from './idemContext.js';
-import type { IdemJob, IdemRuntime, NextResult, ResolvedProcedureOptions } from './IdemJob.js';
+import type { IdemContext, IdemRequest } from '../types/IdemRequest.js';
+import type {
+  IdemJob,
+  IdemRuntime,
+  NextResult,
+  ResolvedProcedureOptions,
+} from '../types/IdemJob.js';
 
 /** The scope a key is claimed in: the caller's scope, then the procedure's suffix if it has one. */
 export function composeScope(base: string, suffix: string | undefined): string {

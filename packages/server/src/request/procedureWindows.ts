@@ -1,11 +1,7 @@
 import type { AnyTRPCRouter } from '@trpc/server';
-import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS, type IdemMeta } from '@idem/contract';
-
-/** How long a procedure's settled records replay, and when they are deleted. */
-export interface ProcedureWindows {
-  replayWindowMs: number;
-  retentionMs: number;
-}
+import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS } from '@idem/contract';
+import type { ProcedureWindows, ProcedureWindowsByPath } from '../types/ProcedureWindows.js';
+import { routerProcedures } from '../trpc/trpcInternals.js';
 
 /**
  * The windows of this app's idempotent procedures, by path, for writes made outside a request
@@ -15,7 +11,7 @@ export interface ProcedureWindows {
  * the router given to the completer at start-up. An unknown path takes the windows every
  * procedure of this app shares, else the app's `defaults` (the contract's defaults when unset).
  */
-export class ProcedureWindowRegistry {
+export class ProcedureWindowRegistry implements ProcedureWindowsByPath {
   readonly #byPath = new Map<string, ProcedureWindows>();
   readonly #built = new Map<string, ProcedureWindows>();
 
@@ -34,9 +30,8 @@ export class ProcedureWindowRegistry {
 
   /** Learns every idempotent procedure of `router` from its meta (lazy routers not yet loaded are skipped). */
   learn(router: AnyTRPCRouter): void {
-    const procedures = router._def.procedures as Record<string, { _def?: { meta?: IdemMeta } }>;
-    for (const [path, procedure] of Object.entries(procedures)) {
-      const meta = procedure._def?.meta?.idempotency;
+    for (const [path, def] of routerProcedures(router)) {
+      const meta = def.meta?.idempotency;
       if (!meta) continue;
       this.seen(path, {
         replayWindowMs: meta.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,

@@ -6,10 +6,10 @@ import {
   idempotencyOptionsSchema,
   type IdempotencyOptions,
 } from '@idem/contract';
-import type { IdemProcedureOptions } from '../createIdempotency.js';
+import type { IdemProcedureOptions } from '../types/options.js';
 import { stepsNeedInputCipher } from '../phases/stepResultCodec.js';
-import { assertStatusLocation } from '../replay/acceptedResponse.js';
-import type { IdemRuntime, ResolvedProcedureOptions } from './IdemJob.js';
+import { assertStatusLocation } from './statusLocation.js';
+import type { IdemRuntime, ResolvedProcedureOptions } from '../types/IdemJob.js';
 
 /**
  * One procedure's options with the app's defaults and idem's applied, checked once when the

@@ -1,5 +1,6 @@
 import { metrics, SpanStatusCode, trace, type Meter, type Span } from '@opentelemetry/api';
-import type { IdemServerEvent } from './IdemServerEvent.js';
+import type { IdemServerEvent } from '../types/IdemServerEvent.js';
+import type { IdemTelemetry } from '../types/IdemTelemetry.js';
 
 /** Instrument names of the server, for dashboards and alerts (see docs/operations.md). */
 export const SERVER_METRICS = {
@@ -29,19 +30,6 @@ export const SERVER_METRICS = {
   /** Milliseconds of the whole idempotent request, from claim to stored outcome. */
   requestDuration: 'idem.server.request.duration',
 } as const;
-
-/** The server's metrics and spans, through `@opentelemetry/api` (no-ops until an SDK is set). */
-export interface IdemTelemetry {
-  onEvent(event: IdemServerEvent): void;
-  claimDuration(ms: number, procedure: string): void;
-  requestDuration(ms: number, procedure: string): void;
-  reaped(rows: number): void;
-  /** A record was moved to NEEDS_RECONCILIATION for `reason`. */
-  reconciliation(reason: string, procedure: string): void;
-  stuck(report: Record<string, number>): void;
-  /** Runs `fn` in a span named `name` (a no-op span unless tracing is on and an SDK is set). */
-  span<T>(name: string, attributes: Record<string, string>, fn: () => Promise<T>): Promise<T>;
-}
 
 /**
  * Builds the instruments once per app. `meter` defaults to the global meter provider's

@@ -4,7 +4,7 @@ import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
 import { assertRouterDecided, auditRouter } from './auditRouter.js';
 import { createIdempotency } from '../createIdempotency.js';
-import type { IdemContext } from '../request/idemContext.js';
+import type { IdemContext } from '../types/IdemRequest.js';
 import { retryUnsafe } from './retryUnsafe.js';
 
 type Ctx = IdemContext & { account: string };

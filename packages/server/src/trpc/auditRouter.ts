@@ -1,6 +1,6 @@
 import type { AnyTRPCRouter } from '@trpc/server';
-import type { IdemMeta } from '@idem/contract';
 import { isIdemMiddleware, isInputParser, isOutputParser } from './idemMiddlewareMark.js';
+import { pendingLazyRouters, routerProcedures, type TRPCProcedureDef } from './trpcInternals.js';
 
 /** One mutation the audit found, and how it is declared. */
 export interface AuditedMutation {
@@ -28,18 +28,14 @@ export interface RouterAudit {
   misplaced: MisplacedIdempotency[];
 }
 
-interface ProcedureDef {
-  type: string;
-  meta?: IdemMeta;
-  middlewares?: unknown[];
-}
+type ProcedureDef = TRPCProcedureDef;
 
 /**
  * Loads every `lazy()` router of `router` (and the lazy routers those hold), so that its
  * procedure table is complete. tRPC loads them on their first call otherwise.
  */
 async function loadLazyRouters(router: AnyTRPCRouter): Promise<void> {
-  const lazy = router._def.lazy as Record<string, { load: () => Promise<void> }>;
+  const lazy = pendingLazyRouters(router);
   for (let round = 0; Object.keys(lazy).length > 0; round++) {
     if (round > 1000) throw new Error('auditRouter: lazy routers keep adding lazy routers');
     await Promise.all(Object.values(lazy).map((loader) => loader.load()));
@@ -71,11 +67,10 @@ function misplacement(def: ProcedureDef): string | null {
  * routers: synchronous, for start-up checks (the completer runs it when it is created).
  */
 export function findMisplacedIdempotency(router: AnyTRPCRouter): MisplacedIdempotency[] {
-  const procedures = router._def.procedures as Record<string, { _def: ProcedureDef }>;
-  return Object.entries(procedures)
+  return routerProcedures(router)
     .sort(([a], [b]) => a.localeCompare(b))
-    .flatMap(([path, procedure]) => {
-      const problem = misplacement(procedure._def);
+    .flatMap(([path, def]) => {
+      const problem = misplacement(def);
       return problem ? [{ path, problem }] : [];
     });
 }
@@ -88,12 +83,11 @@ export function findMisplacedIdempotency(router: AnyTRPCRouter): MisplacedIdempo
  */
 export async function auditRouter(router: AnyTRPCRouter): Promise<RouterAudit> {
   await loadLazyRouters(router);
-  const procedures = router._def.procedures as Record<string, { _def: ProcedureDef }>;
-  const entries = Object.entries(procedures).sort(([a], [b]) => a.localeCompare(b));
+  const entries = routerProcedures(router).sort(([a], [b]) => a.localeCompare(b));
   const mutations: AuditedMutation[] = entries
-    .filter(([, procedure]) => procedure._def.type === 'mutation')
-    .map(([path, procedure]) => {
-      const meta = procedure._def.meta;
+    .filter(([, def]) => def.type === 'mutation')
+    .map(([path, def]) => {
+      const meta = def.meta;
       const decision = meta?.idempotency
         ? 'idempotent'
         : meta?.retryUnsafe

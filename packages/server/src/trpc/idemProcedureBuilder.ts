@@ -3,16 +3,18 @@ import { idemMisuse } from '../errors/idemErrors.js';
 import type { TRPCDefaultErrorShape, TRPCProcedureBuilder, TRPCUnsetMarker } from '@trpc/server';
 import type { IdemMeta, IdempotencyOptions } from '@idem/contract';
 import { formatIdemError, type IdemErrorShape } from '../errors/formatIdemError.js';
-import type { IdemContext } from '../request/idemContext.js';
-import type { IdemExecution } from '../request/IdemExecution.js';
-import type { NextResult } from '../request/IdemJob.js';
+import type { IdemContext } from '../types/IdemRequest.js';
+import type { IdemExecution } from '../types/IdemExecution.js';
+import type { NextResult } from '../types/IdemJob.js';
 import { markIdemMiddleware } from './idemMiddlewareMark.js';
 import {
+  lastMiddleware,
   shapeError,
   trpcMiddlewareMarker,
   type TRPCGetRawInputFn,
   type TRPCMiddlewareResult,
 } from './trpcInternals.js';
+import type { IdemMiddlewareCall } from '../types/IdemJob.js';
 
 /**
  * The builder type `idem.procedure()` returns: adds `ctx.idem`, idem's meta, and the error shape
@@ -40,15 +42,6 @@ export type IdemProcedureBuilder<
   false,
   IdemErrorShape | TRPCDefaultErrorShape
 >;
-
-/** What idem's middleware hands to the per-request code (per request). */
-export interface IdemMiddlewareCall<TContext, TIdem> {
-  ctx: TContext;
-  path: string;
-  type: string;
-  input: unknown;
-  next: (idem: TIdem) => Promise<NextResult>;
-}
 
 /** idem's own tRPC instance (per app): its meta and error formatter, never stack traces. */
 export function buildPlugin<TContext extends IdemContext>() {
@@ -93,7 +86,7 @@ export function buildProcedure<TContext extends IdemContext, TIdem extends IdemE
     if (!result.ok) shapeError(result.error, opts.path, formatIdemError);
     return result as TRPCMiddlewareResult<{ idem: TIdem }>;
   });
-  markIdemMiddleware(builder._def.middlewares.at(-1)!);
+  markIdemMiddleware(lastMiddleware(builder));
   return builder as unknown as IdemProcedureBuilder<TContext, TIdem>;
   // The cast names the builder: tRPC spells the same context through its own unwrapping, the
   // input slot is `unknown` on purpose (see IdemProcedureBuilder), and the error shape is the one

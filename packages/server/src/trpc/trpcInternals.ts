@@ -7,7 +7,8 @@
  * `TRPCProcedureBuilder` and `TRPCUnsetMarker` from `@trpc/server`, `TRPC_ERROR_CODES_BY_KEY` from
  * `@trpc/server/rpc`.
  */
-import type { TRPCError } from '@trpc/server';
+import type { AnyTRPCRouter, TRPCError } from '@trpc/server';
+import type { IdemMeta } from '@idem/contract';
 import type { GetRawInputFn, MiddlewareResult } from '@trpc/server/unstable-core-do-not-import';
 import {
   getDefaultErrorShape,
@@ -44,4 +45,34 @@ export function shapeError(
   const shape = format({ error, shape: getDefaultErrorShape({ error, path, isDev: false }) });
   if (shape !== undefined)
     setFormattedErrorShape(error, shape as Parameters<typeof setFormattedErrorShape>[1]);
+}
+
+/** A procedure's definition as idem reads it (tRPC's `_def`, read-only). */
+export interface TRPCProcedureDef {
+  type?: string;
+  meta?: IdemMeta;
+  middlewares?: unknown[];
+}
+
+/** The procedures of a router's loaded part (`lazy()` routers not yet loaded are absent), by path. */
+export function routerProcedures(router: AnyTRPCRouter): [string, TRPCProcedureDef][] {
+  const procedures = router._def.procedures as Record<string, { _def?: TRPCProcedureDef }>;
+  return Object.entries(procedures).map(([path, procedure]) => [path, procedure._def ?? {}]);
+}
+
+/** The `lazy()` routers of a router not loaded yet, live: loading one removes it. */
+export function pendingLazyRouters(
+  router: AnyTRPCRouter,
+): Record<string, { load: () => Promise<void> }> {
+  return router._def.lazy as Record<string, { load: () => Promise<void> }>;
+}
+
+/** The definition of a value that is a tRPC procedure, or undefined. */
+export function procedureDefOf(procedure: unknown): TRPCProcedureDef | undefined {
+  return (procedure as { _def?: TRPCProcedureDef } | null | undefined)?._def;
+}
+
+/** The last middleware a procedure builder was given (the one `.use()` just added). */
+export function lastMiddleware(builder: { _def: { middlewares: unknown[] } }): object {
+  return builder._def.middlewares.at(-1) as object;
 }

@@ -1,14 +1,10 @@
 import type { AnyTRPCRouter } from '@trpc/server';
-import {
-  DEFAULT_LEASE_MS,
-  type IdemMeta,
-  type RecoveryRecord,
-  type RecoveryStore,
-} from '@idem/contract';
-import type { IdemContext, IdemRequest } from '../request/idemContext.js';
-import type { IdemRuntime } from '../request/IdemJob.js';
+import { DEFAULT_LEASE_MS, type RecoveryRecord, type RecoveryStore } from '@idem/contract';
+import type { IdemContext, IdemRequest } from '../types/IdemRequest.js';
+import type { IdemRuntime } from '../types/IdemJob.js';
 import { checkedNumber, checkedProcedures, checkedTimerMs } from './checkedOptions.js';
 import { runPeriodically, type PeriodicWorker } from './runPeriodically.js';
+import { routerProcedures } from '../trpc/trpcInternals.js';
 
 const WORKER = 'idem.completer()';
 
@@ -66,9 +62,8 @@ export interface Completer extends PeriodicWorker {
 
 /** Paths of the router's external-mode idempotent procedures. */
 export function externalProcedures(router: AnyTRPCRouter): string[] {
-  const procedures = router._def.procedures as Record<string, { _def: { meta?: IdemMeta } }>;
-  return Object.entries(procedures)
-    .filter(([, procedure]) => procedure._def.meta?.idempotency?.mode === 'external')
+  return routerProcedures(router)
+    .filter(([, def]) => def.meta?.idempotency?.mode === 'external')
     .map(([path]) => path);
 }
 

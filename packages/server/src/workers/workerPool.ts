@@ -1,28 +1,12 @@
 import type { AnyTRPCRouter } from '@trpc/server';
-import {
-  DEFAULT_LEASE_MS,
-  type IdemMeta,
-  type RecoveryRecord,
-  type RecoveryStore,
-} from '@idem/contract';
-import type { IdemContext, IdemRequest } from '../request/idemContext.js';
-import type { IdemJob, IdemRuntime } from '../request/IdemJob.js';
-import { reject, storeUnavailable } from '../errors/idemErrors.js';
+import { DEFAULT_LEASE_MS, type RecoveryRecord, type RecoveryStore } from '@idem/contract';
+import type { IdemContext, IdemRequest } from '../types/IdemRequest.js';
+import type { IdemJob, IdemRuntime } from '../types/IdemJob.js';
 import { checkedNumber, checkedProcedures, checkedTimerMs } from './checkedOptions.js';
+import type { QueueOptions } from '../types/options.js';
+import { routerProcedures } from '../trpc/trpcInternals.js';
 
 const WORKER = 'idem.workerPool()';
-
-/** Options of the queue of long-running work (`queue` of `createIdempotency`). */
-export interface QueueOptions {
-  /**
-   * The most records queued (PENDING) over this app's accepted procedures: a new request beyond
-   * it is refused with 503 `IDEMPOTENCY_QUEUE_FULL` (retryable) and nothing is stored.
-   * Defaults to 1 000.
-   */
-  maxDepth?: number;
-  /** Milliseconds a queue-full answer asks the client to wait. Defaults to 1 000. */
-  retryAfterMs?: number;
-}
 
 /** Options of `idem.workerPool()` (configured once per process). */
 export interface WorkerPoolOptions<TContext extends IdemContext> {
@@ -60,9 +44,8 @@ export interface WorkerPool {
 
 /** Paths of the router's accepted (long-running) procedures. */
 export function acceptedProcedures(router: AnyTRPCRouter): string[] {
-  const procedures = router._def.procedures as Record<string, { _def: { meta?: IdemMeta } }>;
-  return Object.entries(procedures)
-    .filter(([, procedure]) => procedure._def.meta?.idempotency?.respond === 'accepted')
+  return routerProcedures(router)
+    .filter(([, def]) => def.meta?.idempotency?.respond === 'accepted')
     .map(([path]) => path);
 }
 
@@ -82,30 +65,6 @@ export function checkedQueue(queue: QueueOptions | undefined): IdemRuntime['queu
     );
   }
   return { maxDepth, retryAfterMs };
-}
-
-/**
- * Refuses a new queued request when the queue is at its depth. The count and the claim are two
- * statements: concurrent requests may overshoot `maxDepth` by their number, never more.
- */
-export async function refuseWhenQueueFull(job: IdemJob): Promise<void> {
-  const queue = job.runtime.queue!;
-  const store = job.runtime.store as RecoveryStore<unknown>;
-  let depth: number;
-  try {
-    depth = await store.countPending([...job.runtime.acceptedPaths]);
-    // A retry of a request already queued (or done) is answered by its record, never refused.
-    if (depth >= queue.maxDepth && (await store.read(job.claim))) return;
-  } catch (error) {
-    throw storeUnavailable(error);
-  }
-  if (depth >= queue.maxDepth) {
-    throw reject(
-      'IDEMPOTENCY_QUEUE_FULL',
-      `the queue of long-running work is full (${depth} waiting); retry with the same key after the delay`,
-      { retryAfterMs: queue.retryAfterMs },
-    );
-  }
 }
 
 /** @internal Built by `idem.workerPool()`. */

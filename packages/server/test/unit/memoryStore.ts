@@ -1,5 +1,5 @@
 import { ProcedureWindowRegistry } from '../../src/request/procedureWindows.js';
-import { answerRefusal } from '../../src/phases/answerRefusal.js';
+import { answerRefusal } from '../../src/executors/answerRefusal.js';
 /**
  * A small in-memory key store for unit tests of the server's decision modules: the local-mode
  * part of the contract (claim, read, complete, fail, release in transactions that roll back),
@@ -21,16 +21,16 @@ import type {
   StoredResponse,
 } from '@idem/contract';
 import { FINGERPRINT_VERSION } from '@idem/contract';
-import { fingerprint } from '../../src/request/fingerprint.js';
+import { fingerprint } from '../../src/hashing/fingerprint.js';
 import { createIdemTelemetry } from '../../src/telemetry/idemTelemetry.js';
-import { jsonSerializer } from '../../src/replay/ResultSerializer.js';
-import type { IdemServerEvent } from '../../src/telemetry/IdemServerEvent.js';
+import { jsonSerializer } from '../../src/replay/jsonSerializer.js';
+import type { IdemServerEvent } from '../../src/types/IdemServerEvent.js';
 import type {
   IdemJob,
   IdemRuntime,
   NextResult,
   ResolvedProcedureOptions,
-} from '../../src/request/IdemJob.js';
+} from '../../src/types/IdemJob.js';
 
 /** The transaction handle of {@link MemoryStore}: which transaction a call belongs to. */
 export interface MemoryTx {
@@ -334,6 +334,7 @@ export function unitJob(
       replayWindowMs: 86_400_000,
       retentionMs: 259_200_000,
     }),
+    statusLocation: null,
     emit: (event) => void events.push(event),
   };
   const event = { procedure: 'orders.create', scope: 'acct', keyHash: 'k1', requestId: null };

@@ -1,4 +1,4 @@
-import type { TextCipher } from './aesGcmCipher.js';
+import type { TextCipher } from './TextCipher.js';
 
 /**
  * What a procedure stores for replay, when storing its whole output is wrong.

@@ -3,9 +3,10 @@ import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalInput } from './canonicalInput.js';
-import { claimFingerprint } from './claimFingerprint.js';
+import { claimFingerprint } from '../request/claimFingerprint.js';
 import { fingerprint } from './fingerprint.js';
-import { jsonSerializer, type ResultSerializer } from '../replay/ResultSerializer.js';
+import { jsonSerializer } from '../replay/jsonSerializer.js';
+import { type ResultSerializer } from '../types/ResultSerializer.js';
 
 /**
  * Values a superjson client can send: JSON plus Map, Set, Date, BigInt, undefined, NaN. Leaves

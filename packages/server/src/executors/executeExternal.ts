@@ -4,14 +4,14 @@ import type { RecoveryRecord, RecoveryStore } from '@idem/contract';
 import { answerRefusal } from './answerRefusal.js';
 import { acceptedResponse } from '../replay/acceptedResponse.js';
 import { answerExisting } from '../replay/answerExisting.js';
-import { classifyHandlerFailure } from './classifyHandlerFailure.js';
+import { classifyHandlerFailure } from '../phases/classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
-import type { IdemJob, NextResult } from '../request/IdemJob.js';
-import { PhasedExecution } from './PhasedExecution.js';
+import type { IdemJob, NextResult } from '../types/IdemJob.js';
+import { PhasedExecution } from '../phases/PhasedExecution.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
 import { storedOutput } from './storeResult.js';
-import { refuseWhenQueueFull } from '../workers/workerPool.js';
+import { refuseWhenQueueFull } from './refuseWhenQueueFull.js';
 
 /**
  * External mode, for handlers with side effects outside the database (a charge, an email):

@@ -1,4 +1,4 @@
-import type { IdemJob } from '../request/IdemJob.js';
+import type { IdemJob } from '../types/IdemJob.js';
 
 /** Emits the `executed` event of a request that ran the procedure. */
 export function emitExecuted(

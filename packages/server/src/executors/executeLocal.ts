@@ -3,11 +3,11 @@ import type { TRPCError } from '@trpc/server';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import type { IdempotencyRecord } from '@idem/contract';
 import { answerExisting } from '../replay/answerExisting.js';
-import { classifyHandlerFailure } from './classifyHandlerFailure.js';
+import { classifyHandlerFailure } from '../phases/classifyHandlerFailure.js';
 import { claimWithTelemetry } from './claimWithTelemetry.js';
 import { emitExecuted } from './emitExecuted.js';
 import { executeAtCommit } from './executeAtCommit.js';
-import type { IdemJob, NextResult } from '../request/IdemJob.js';
+import type { IdemJob, NextResult } from '../types/IdemJob.js';
 import { serializeFailure, storedFailureError } from '../replay/storedFailure.js';
 import { storedOutput } from './storeResult.js';
 

@@ -1,13 +1,4 @@
-/**
- * Turns a procedure's output into the text the store keeps, and back. The replay returns
- * `deserialize(serialize(output))`, which tRPC then sends as it sent the first response, so the
- * round trip must preserve what your transformer sends.
- */
-export interface ResultSerializer {
-  serialize(output: unknown): string;
-  deserialize(text: string): unknown;
-}
-
+import type { ResultSerializer } from '../types/ResultSerializer.js';
 /**
  * JSON, the default: right when your router has no transformer. With superjson, pass
  * `{ serialize: superjson.stringify, deserialize: superjson.parse }` so dates and maps replay as

@@ -1,9 +1,9 @@
 import type { TRPCError } from '@trpc/server';
 import { idemMisuse } from '../errors/idemErrors.js';
-import type { IdemJob } from '../request/IdemJob.js';
-import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
-import { STORED_TAGS } from '../replay/ReplayStrategy.js';
-import type { ResultSerializer } from '../replay/ResultSerializer.js';
+import type { IdemJob } from '../types/IdemJob.js';
+import type { ReplayStrategy } from '../types/ReplayStrategy.js';
+import { STORED_TAGS } from '../types/ReplayStrategy.js';
+import type { ResultSerializer } from '../types/ResultSerializer.js';
 
 /**
  * The text the store keeps for a job's successful output, or, when the procedure's serializer or

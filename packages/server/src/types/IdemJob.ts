@@ -7,14 +7,14 @@ import type {
   RecoveryRecord,
   RecoveryStore,
 } from '@idem/contract';
-import type { IdemRequest } from './idemContext.js';
+import type { IdemRequest } from './IdemRequest.js';
 import type { IdemExecution } from './IdemExecution.js';
-import type { IdemEventBase, IdemServerEvent } from '../telemetry/IdemServerEvent.js';
-import type { ReplayStrategy } from '../replay/ReplayStrategy.js';
-import type { ResultSerializer } from '../replay/ResultSerializer.js';
-import type { TextCipher } from '../replay/aesGcmCipher.js';
-import type { IdemTelemetry } from '../telemetry/idemTelemetry.js';
-import type { ProcedureWindowRegistry } from './procedureWindows.js';
+import type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
+import type { ReplayStrategy } from './ReplayStrategy.js';
+import type { ResultSerializer } from './ResultSerializer.js';
+import type { TextCipher } from './TextCipher.js';
+import type { IdemTelemetry } from './IdemTelemetry.js';
+import type { ProcedureWindowsByPath } from './ProcedureWindows.js';
 
 /** Per-procedure settings after defaults were applied (configured once per procedure). */
 export interface ResolvedProcedureOptions {
@@ -53,7 +53,12 @@ export interface IdemRuntime {
   /** The secret key hashes are keyed with, and the previous ones checked on claim. */
   keySecrets: { current: string; previous: readonly string[] };
   /** Each procedure's replay window and retention, for writes outside a request (cancel). */
-  windows: ProcedureWindowRegistry;
+  windows: ProcedureWindowsByPath;
+  /**
+   * The address a 202 of accepted work gives as its `Location`, from `createIdempotency`'s
+   * `statusLocation`; null without one (an accepted procedure is then refused at start-up).
+   */
+  statusLocation: ((operationId: string) => string) | null;
   emit(event: IdemServerEvent): void;
 }
 
@@ -79,4 +84,13 @@ export interface IdemJob {
   event: Omit<IdemEventBase, 'operationId'>;
   /** Runs the rest of the procedure with `ctx.idem` set. */
   next(idem: object): Promise<NextResult>;
+}
+
+/** What idem's middleware hands to the per-request code (per request). */
+export interface IdemMiddlewareCall<TContext, TIdem> {
+  ctx: TContext;
+  path: string;
+  type: string;
+  input: unknown;
+  next: (idem: TIdem) => Promise<NextResult>;
 }

@@ -1,7 +1,7 @@
 import { RETRY_AFTER_HEADER } from '@idem/contract';
 import { isIdemRequestError } from '../errors/IdemRequestError.js';
-import type { IdemResponse } from '../request/idemContext.js';
-import type { IdemJob, IdemRuntime } from '../request/IdemJob.js';
+import type { IdemResponse } from '../types/IdemRequest.js';
+import type { IdemJob, IdemRuntime } from '../types/IdemJob.js';
 
 /** The parts of a job a refusal's answer needs: known before the job is complete (per request). */
 export interface RefusalTarget {

@@ -1,5 +1,5 @@
 import type { ClaimResult } from '@idem/contract';
-import type { IdemJob } from '../request/IdemJob.js';
+import type { IdemJob } from '../types/IdemJob.js';
 
 /**
  * Runs `decide`, the statement that decides the job's key (a claim, or at commit the read of the

@@ -2,8 +2,8 @@ import { TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
 import { answered, MemoryStore, unitJob, type MemoryTx } from '../../test/unit/memoryStore.js';
 import { readIdemErrorCause } from '../errors/IdemRequestError.js';
-import type { NextResult } from '../request/IdemJob.js';
-import type { ExternalIdemExecution } from '../request/IdemExecution.js';
+import type { NextResult } from '../types/IdemJob.js';
+import type { ExternalIdemExecution } from '../types/IdemExecution.js';
 import { trpcMiddlewareMarker } from '../trpc/trpcInternals.js';
 import { executeExternal } from './executeExternal.js';
 

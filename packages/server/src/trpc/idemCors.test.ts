@@ -42,7 +42,7 @@ describe('idemCors', () => {
       'Idempotency-Timeout-Ms',
       'X-Request-Id',
     ]);
-    expect(IDEM_CORS_EXPOSE_HEADERS).toEqual(['Idempotent-Replayed', 'Retry-After']);
+    expect(IDEM_CORS_EXPOSE_HEADERS).toEqual(['Idempotent-Replayed', 'Retry-After', 'Location']);
   });
 
   it('standalone: answers an allowed preflight with the headers, and exposes idem headers', async () => {
@@ -65,7 +65,7 @@ describe('idemCors', () => {
     expect(call.status).toBe(200);
     expect(call.headers.get('access-control-allow-origin')).toBe(SHOP);
     expect(call.headers.get('access-control-expose-headers')).toBe(
-      'Idempotent-Replayed, Retry-After',
+      'Idempotent-Replayed, Retry-After, Location',
     );
     expect(call.headers.get('idempotent-replayed')).toBe('true');
     expect(call.headers.get('vary')).toMatch(/\bOrigin\b/);
@@ -109,7 +109,7 @@ describe('idemCors', () => {
     expect(call.status).toBe(200);
     expect(await call.json()).toEqual({ result: { data: 'ok' } });
     expect(call.headers.get('access-control-expose-headers')).toBe(
-      'Idempotent-Replayed, Retry-After',
+      'Idempotent-Replayed, Retry-After, Location',
     );
     expect(call.headers.get('retry-after')).toBe('2');
     // tRPC's own Vary stays, with Origin added.

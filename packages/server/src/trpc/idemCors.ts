@@ -23,9 +23,14 @@ export const IDEM_CORS_ALLOW_HEADERS = [
 
 /**
  * The response headers idem's client reads, which a page on another origin can read only when
- * they are exposed: without them a replay looks like a first execution and a 503's wait is lost.
+ * they are exposed: without them a replay looks like a first execution, a 503's wait is lost,
+ * and a 202 of accepted work does not say where to poll (`Location`).
  */
-export const IDEM_CORS_EXPOSE_HEADERS = [IDEMPOTENT_REPLAYED_HEADER, RETRY_AFTER_HEADER] as const;
+export const IDEM_CORS_EXPOSE_HEADERS = [
+  IDEMPOTENT_REPLAYED_HEADER,
+  RETRY_AFTER_HEADER,
+  'Location',
+] as const;
 
 /** Options of {@link idemCors}. Every option but `origins` has a default. */
 export interface IdemCorsOptions {

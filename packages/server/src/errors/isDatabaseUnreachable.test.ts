@@ -33,6 +33,23 @@ describe('isDatabaseUnreachable', () => {
     },
   );
 
+  it.each([
+    'Connection terminated unexpectedly',
+    'Client has encountered a connection error and is not queryable',
+    'Connection terminated due to connection timeout',
+  ])('node-postgres: "%s", wrapped by Drizzle, is the database gone', (message) => {
+    const drizzle = new Error('Failed query', { cause: new Error(message) });
+    expect(isDatabaseUnreachable(new Error('handler failed', { cause: drizzle }))).toBe(true);
+  });
+
+  it("a message like node-postgres's but not the same, or with a code of the database, is not", () => {
+    expect(isDatabaseUnreachable(new Error('Connection terminated unexpectedly!'))).toBe(false);
+    const answered = Object.assign(new Error('Connection terminated unexpectedly'), {
+      code: '23505',
+    });
+    expect(isDatabaseUnreachable(answered)).toBe(false);
+  });
+
   it('an error without a code, or not an error, is not', () => {
     expect(isDatabaseUnreachable(new Error('x'))).toBe(false);
     expect(isDatabaseUnreachable(undefined)).toBe(false);

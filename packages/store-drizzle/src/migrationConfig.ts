@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 /**
  * Where idem's shipped migrations live and where their bookkeeping goes, for Drizzle's migrator
  * (`migrate(db, idemMigrationConfig)` from `drizzle-orm/<driver>/migrator`). The driver entries'
- * `migrate(db)` use it; it is exported for drivers without an entry (node-postgres, ...).
+ * `migrate(db)` use it; it is exported for drivers without an entry of their own (Neon's serverless driver, ...).
  *
  * - `migrationsFolder`: the package's `migrations/` folder, resolved from this module (the same
  *   depth in `src/` and `dist/`).

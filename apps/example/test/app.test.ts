@@ -1,5 +1,6 @@
 /** The example's router and settings, in process on an in-memory PGlite: no server, no PostgreSQL. */
-import { assertRouterDecided, auditRouter } from '@idem/server';
+import { assertRouterDecided } from '@idem/server';
+import { auditRouter } from '@idem/server/operator';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createAppRouter } from '../src/createAppRouter.js';
 import { Faults, isDropped } from '../src/Faults.js';

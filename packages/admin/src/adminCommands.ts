@@ -1,5 +1,6 @@
 import type { RecoveryRecord, RecoveryStore, Resolution } from '@idem/contract';
-import { checkResolution, hashIdempotencyKey, type ResultSerializer } from '@idem/server';
+import type { ResultSerializer } from '@idem/server';
+import { checkResolution, hashIdempotencyKey } from '@idem/server/operator';
 import { AdminInputError } from './AdminInputError.js';
 
 /** A record as operators see it: bodies and inputs are shown only on request (they hold user data). */

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { auditRouter, type RouterAudit } from '@idem/server';
+import { auditRouter, type RouterAudit } from '@idem/server/operator';
 import { AdminInputError } from './AdminInputError.js';
 import type { AnyTRPCRouter } from '@trpc/server';
 

@@ -84,7 +84,7 @@ if (invocation.command === 'help') {
 if (invocation.command === 'audit') {
   const [{ auditModule }, { describeAuditFindings }] = await Promise.all([
     import('./auditModule.js'),
-    import('@idem/server'),
+    import('@idem/server/operator'),
   ]);
   let audit;
   try {

@@ -223,7 +223,7 @@ async function findKey(
       "find: a key is stored as an HMAC keyed with the app's keySecret: set IDEM_KEY_SECRET, or give --key-hash",
     );
   }
-  const { MIN_KEY_SECRET_LENGTH } = await import('@idem/server');
+  const { MIN_KEY_SECRET_LENGTH } = await import('@idem/server/operator');
   if (keySecret.length < MIN_KEY_SECRET_LENGTH) {
     refuse(
       `IDEM_KEY_SECRET is ${keySecret.length} characters; the app's keySecret has at least ${MIN_KEY_SECRET_LENGTH}: set it to the app's`,
@@ -247,7 +247,7 @@ async function resolutionOf(
     refuse(`--state takes ${OPTIONS.state}, got ${JSON.stringify(stateText)}`);
   const statusText = text('status');
   const status = statusText === undefined ? undefined : wholeNumber('status', statusText, 100, 599);
-  const { checkResolution } = await import('@idem/server');
+  const { checkResolution } = await import('@idem/server/operator');
   const checked = checkResolution({ state, status, body: text('body') });
   if (!checked.ok) refuse(checked.message);
   const actor = required('actor', ': who resolves it, for the audit row');

@@ -1,3 +1,7 @@
+/**
+ * The front door: what application code calls or names in its types. Operator tools (the router
+ * audit, resolutions, key hashing for idem-admin) are behind `@idem/server/operator`.
+ */
 export { createIdempotency } from './createIdempotency.js';
 export type { CreateIdempotencyOptions, IdemProcedureOptions } from './types/options.js';
 export type { Idempotency, IdemProcedureBuilder } from './createIdempotency.js';
@@ -21,7 +25,6 @@ export type {
   IdemExecution,
   LocalIdemExecution,
 } from './types/IdemExecution.js';
-export { defaultCallTimeLimitMs } from './phases/PhasedExecution.js';
 export type {
   ExternalCallOptions,
   ExternalStep,
@@ -40,15 +43,11 @@ export type {
   OperationStatus,
   OperationTools,
 } from './operations/operationTools.js';
-export { externalProcedures } from './workers/createCompleter.js';
 export type { Completer, CompleterOptions, CompleterReport } from './workers/createCompleter.js';
 export { createReaper } from './workers/createReaper.js';
 export type { Reaper, ReaperOptions, ReaperReport } from './workers/createReaper.js';
 export type { PeriodicWorker } from './workers/runPeriodically.js';
 export { SERVER_METRICS } from './telemetry/idemTelemetry.js';
-export { canonicalJson, findNul, fingerprint } from './hashing/fingerprint.js';
-export { classifyHandlerFailure } from './phases/classifyHandlerFailure.js';
-export { formatIdemError } from './errors/formatIdemError.js';
 export type { IdemErrorShape } from './errors/formatIdemError.js';
 export { IdemRequestError, isIdemRequestError } from './errors/IdemRequestError.js';
 export {
@@ -58,15 +57,10 @@ export {
   OutcomeUnknownError,
 } from './errors/idemErrors.js';
 export { retryUnsafe } from './trpc/retryUnsafe.js';
-export { assertRouterDecided, auditRouter, describeAuditFindings } from './trpc/auditRouter.js';
-export type { AuditedMutation, MisplacedIdempotency, RouterAudit } from './trpc/auditRouter.js';
-export { checkResolution } from './operations/resolutionResponse.js';
-export type { CheckedResolution, ResolutionRequest } from './operations/resolutionResponse.js';
+export { assertRouterDecided } from './trpc/auditRouter.js';
 export { operationStatusInput } from './operations/operationStatusProcedure.js';
-export { acceptedProcedures } from './workers/workerPool.js';
 export type { QueueOptions } from './types/options.js';
 export type { WorkerPool, WorkerPoolOptions } from './workers/workerPool.js';
-export { hashIdempotencyKey, MIN_KEY_SECRET_LENGTH } from './hashing/keyHash.js';
 export {
   idemCors,
   IDEM_CORS_ALLOW_HEADERS,

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { RecoveryStore } from '@idem/contract';
-import { hashIdempotencyKey, type IdemServerEvent } from '../src/index.js';
+import type { IdemServerEvent } from '../src/index.js';
+import { hashIdempotencyKey } from '../src/operator.js';
 import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import {

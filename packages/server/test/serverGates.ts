@@ -9,13 +9,9 @@ import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
 import { createTestApp, Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';
 import { noteReason } from './fixtures/reasonLedger.js';
 import type { IdempotencyStore } from '@idem/contract';
-import {
-  fingerprint,
-  hashIdempotencyKey,
-  idemResponseMeta,
-  type IdemServerEvent,
-  type MaskedError,
-} from '../src/index.js';
+import { idemResponseMeta, type IdemServerEvent, type MaskedError } from '../src/index.js';
+import { fingerprint } from '../src/hashing/fingerprint.js';
+import { hashIdempotencyKey } from '../src/operator.js';
 
 const order = { sku: 'sku-1', quantity: 2 };
 const account = () => `acct_${randomUUID().replaceAll('-', '')}`;

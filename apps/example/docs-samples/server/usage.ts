@@ -90,7 +90,8 @@ export const handler = (req: Request) =>
   });
 
 // ---- verbatim from docs/server.md: Router audit ----
-import { assertRouterDecided, auditRouter } from '@idem/server';
+import { assertRouterDecided } from '@idem/server';
+import { auditRouter } from '@idem/server/operator';
 
 it('every mutation is decided', () => assertRouterDecided(appRouter));
 console.table((await auditRouter(appRouter)).mutations);

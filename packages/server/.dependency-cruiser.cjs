@@ -8,7 +8,8 @@
  *   4  src/request/, src/operations/, src/workers/
  *   5  src/trpc/ (the adapter), src/createIdempotency.ts, src/index.ts, src/operator.ts
  *
- * Run with `pnpm --filter @idem/server lint:layers`; test files are not cruised.
+ * Run with `pnpm --filter @idem/server lint:layers` (scripts/check-layers.sh; `pnpm lint` runs it
+ * too, in CI); test files are not cruised.
  */
 const floor0 = '^src/types/';
 const floor1 = '^src/(errors|hashing|telemetry)/|^src/trpc/trpcInternals\\.ts$';

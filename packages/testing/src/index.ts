@@ -17,3 +17,4 @@ export { freePort } from './systemUser.js';
 export { FaultProxy, htmlPage } from './FaultProxy.js';
 export type { Fault, FaultPlan, ProxiedRequest } from './FaultProxy.js';
 export { listen } from './listen.js';
+export { verdaccioAvailable, VERDACCIO_VERSION } from './verdaccio.js';

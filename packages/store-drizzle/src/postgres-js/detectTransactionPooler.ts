@@ -1,3 +1,4 @@
+/// <reference types="node" />
 import postgres from 'postgres';
 
 /** Options of {@link detectTransactionPooler}. */

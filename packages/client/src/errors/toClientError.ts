@@ -18,8 +18,8 @@ export function toClientError<TRouter extends AnyTRPCRouter>(
     const last = error.lastError as TRPCClientError<TRouter>;
     return new TRPCClientError<TRouter>(error.message, {
       cause: error,
-      result: last.shape ? { error: last.shape } : undefined,
-      meta: last.meta,
+      ...(last.shape ? { result: { error: last.shape } } : {}),
+      ...(last.meta ? { meta: last.meta } : {}),
     });
   }
   return TRPCClientError.from<TRouter>(

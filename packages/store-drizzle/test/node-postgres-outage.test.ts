@@ -97,7 +97,7 @@ describe.skipIf(!available)('the database goes away and comes back', () => {
     }
   });
 
-  it(`postgres.js: survives ${ROUNDS} cuts and fails what the cut caught; after a restore, some calls wait past the bound`, async () => {
+  it(`postgres.js: survives ${ROUNDS} cuts and fails what the cut caught; after a restore, none fails`, async () => {
     const client = postgres(proxy.through(database.url), { max: 10, onnotice: () => {} });
     const store = createPostgresJsStore(postgresJsDrizzle({ client }));
     const subject = { store, proxy, running };
@@ -109,10 +109,9 @@ describe.skipIf(!available)('the database goes away and comes back', () => {
           expect(call.chain.join(' | '), call.call).toMatch(CONNECTION_LOST);
         }
         // Measured, not promised: postgres.js answers some requests after the restore at once
-        // and leaves others waiting on its reconnection past SETTLE_BOUND_MS (docs/operations.md,
-        // "Drivers"). None fails.
+        // and leaves others (in some rounds all) waiting on its reconnection past
+        // SETTLE_BOUND_MS (docs/operations.md, "Drivers"). None fails.
         expect(round.afterRestore.filter((call) => call.outcome === 'rejected')).toEqual([]);
-        expect(round.afterRestore.some((call) => call.outcome === 'fulfilled')).toBe(true);
       }
       expect(uncaught).toEqual([]);
     } finally {

@@ -1,0 +1,454 @@
+/**
+ * idem as a new user gets it: every public package built, packed and published by pnpm to a
+ * private Verdaccio (6.8.0; everything else proxied from registry.npmjs.org), then installed
+ * into brand-new projects outside the workspace with npm and with pnpm. In each project the
+ * README's Usage files run through tsx and compiled by tsc then plain node, against a fresh
+ * PostgreSQL database; two strict consumer tsconfigs (NodeNext, and ESNext + Bundler) typecheck
+ * with skipLibCheck off; `idem-admin audit` checks the router. Each packed tarball passes publint
+ * and @arethetypeswrong/cli. Skipped without verdaccio on PATH unless IDEM_REQUIRE_REGISTRY=1.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, freePort, postgresAvailable, verdaccioAvailable } from '@idem/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('./fixtures/registry/', import.meta.url));
+const available = verdaccioAvailable() && (await postgresAvailable());
+
+interface Manifest {
+  name: string;
+  version: string;
+  private?: boolean;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;
+
+/** The workspace's public packages: every packages/* without `private`. */
+const publicPackages = readdirSync(join(ROOT, 'packages'))
+  .map((dir) => ({
+    dir: join(ROOT, 'packages', dir),
+    manifest: readJson<Manifest>(join(ROOT, 'packages', dir, 'package.json')),
+  }))
+  .filter(({ manifest }) => !manifest.private);
+
+/** The ```ts blocks of the README's Usage section, by the file name on their first line. */
+function usageFiles(readme: string): Record<string, string> {
+  const start = readme.indexOf('\n## Usage\n');
+  const end = readme.indexOf('\n## ', start + 1);
+  const section = readme.slice(start, end === -1 ? undefined : end);
+  const files: Record<string, string> = {};
+  for (const match of section.matchAll(/^```ts\n([\s\S]*?)^```/gm)) {
+    const name = /^\/\/ ([\w.-]+\.ts)\b/.exec(match[1]!)?.[1];
+    if (name) files[name] = match[1]!;
+  }
+  return files;
+}
+
+interface Ran {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+  timeout = 240_000,
+): Ran {
+  const result = spawnSync(command, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.error) throw result.error;
+  return result;
+}
+
+function mustRun(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+  timeout?: number,
+): Ran {
+  const result = run(command, args, cwd, env, timeout);
+  if (result.status !== 0) {
+    throw new Error(
+      `${command} ${args.join(' ')} (in ${cwd}) exited ${result.status}:\n${result.stdout}\n${result.stderr}`,
+    );
+  }
+  return result;
+}
+
+/** A temp folder, removed on dispose. */
+function tempDir(prefix: string): AsyncDisposable & { path: string } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return {
+    path,
+    [Symbol.asyncDispose]: async () => rmSync(path, { recursive: true, force: true }),
+  };
+}
+
+/** A process in its own group (tsx runs node as a child), killed with its children on dispose. */
+function background(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) {
+  let output = '';
+  const child: ChildProcess = spawn(command, args, {
+    cwd,
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    output: () => output,
+    async [Symbol.asyncDispose]() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await exited;
+    },
+  };
+}
+
+/** Resolves once `url` answers any HTTP status; rejects if the process exits or 60 s pass. */
+async function answering(url: string, proc: ReturnType<typeof background>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`${url}: exited early:\n${proc.output()}`);
+    const up = await fetch(url).then(
+      () => true,
+      () => false,
+    );
+    if (up) return;
+    if (Date.now() > deadline) throw new Error(`${url} does not answer:\n${proc.output()}`);
+    // Polls a port that is not open yet: the next try, not a wait for an outcome.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+interface Registry extends AsyncDisposable {
+  url: string;
+  /** An npmrc with the throwaway user's token, for publishing. */
+  userconfig: string;
+}
+
+/** Verdaccio on a free port of 127.0.0.1 with a temp storage folder and a throwaway user. */
+async function startVerdaccio(): Promise<Registry> {
+  const dir = tempDir('idem-verdaccio-');
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/`;
+  const config = readFileSync(join(FIXTURES, 'verdaccio.yaml'), 'utf8')
+    .replace('STORAGE', join(dir.path, 'storage'))
+    .replace('HTPASSWD', join(dir.path, 'htpasswd'));
+  writeFileSync(join(dir.path, 'config.yaml'), config);
+  const proc = background(
+    'verdaccio',
+    ['--config', join(dir.path, 'config.yaml'), '--listen', `127.0.0.1:${port}`],
+    dir.path,
+    {},
+  );
+  const stop = async () => {
+    await proc[Symbol.asyncDispose]();
+    await dir[Symbol.asyncDispose]();
+  };
+  try {
+    await answering(`${url}-/ping`, proc);
+    // `npm adduser`, as its HTTP request: creates the user and answers its token.
+    const name = `idem-${randomBytes(4).toString('hex')}`;
+    const response = await fetch(`${url}-/user/org.couchdb.user:${name}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name, password: randomBytes(12).toString('hex') }),
+    });
+    const body = (await response.json()) as { token?: string };
+    if (response.status !== 201 || !body.token) {
+      throw new Error(`adduser answered ${response.status}: ${JSON.stringify(body)}`);
+    }
+    const userconfig = join(dir.path, 'npmrc');
+    writeFileSync(userconfig, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${body.token}\n`);
+    return { url, userconfig, [Symbol.asyncDispose]: stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/**
+ * tsc's errors in idem's declarations and in the project's own files. drizzle-orm 0.45's own
+ * declarations do not check under skipLibCheck: false (its gel, mysql, sqlite and singlestore
+ * builders): those are drizzle's, not idem's, and are left out here.
+ */
+function ownErrors(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => /error TS\d+/.test(line))
+    .filter((line) => !line.startsWith('node_modules/') || line.startsWith('node_modules/@idem/'));
+}
+
+/** The versions the workspace already uses for a third-party dependency. */
+function workspaceVersion(dep: string): string {
+  const manifests = [
+    join(ROOT, 'package.json'),
+    join(ROOT, 'apps/example/package.json'),
+    ...publicPackages.map(({ dir }) => join(dir, 'package.json')),
+  ].map((path) => readJson<Manifest>(path));
+  for (const manifest of manifests) {
+    for (const deps of [manifest.dependencies, manifest.devDependencies]) {
+      const version = deps?.[dep];
+      if (version && !version.startsWith('workspace:')) return version;
+    }
+  }
+  throw new Error(`no workspace package depends on ${dep}`);
+}
+
+/** The README's Usage program as a new project: its dependencies, from the registry. */
+function consumerPackage(): object {
+  const idem = (name: string) => publicPackages.find(({ manifest }) => manifest.name === name)!;
+  const dependencies: Record<string, string> = {};
+  for (const name of ['@idem/server', '@idem/client', '@idem/contract', '@idem/store-drizzle']) {
+    dependencies[name] = idem(name).manifest.version;
+  }
+  dependencies['@idem/admin'] = idem('@idem/admin').manifest.version;
+  for (const dep of ['@trpc/server', '@trpc/client', 'drizzle-orm', 'postgres', 'zod', 'tsx']) {
+    dependencies[dep] = workspaceVersion(dep);
+  }
+  return {
+    name: 'idem-consumer',
+    version: '1.0.0',
+    private: true,
+    type: 'module',
+    dependencies,
+    devDependencies: {
+      typescript: workspaceVersion('typescript'),
+      '@types/node': workspaceVersion('@types/node'),
+    },
+  };
+}
+
+let registry: Registry | undefined;
+let build: Ran | undefined;
+let packs: AsyncDisposable & { path: string };
+const tarballs = new Map<string, string>();
+
+describe.skipIf(!available)('idem from a registry, installed as a new user does', () => {
+  beforeAll(async () => {
+    // Every package is built and published even when one fails to compile (tsc still emits):
+    // the first test reports the failure, the others show what a user would get.
+    build = run(
+      'pnpm',
+      ['-r', '--no-bail', '--filter', './packages/*', 'build'],
+      ROOT,
+      {},
+      300_000,
+    );
+    registry = await startVerdaccio();
+    packs = tempDir('idem-packs-');
+    for (const { dir, manifest } of publicPackages) {
+      // What `pnpm publish` uploads: workspace:* rewritten, publishConfig applied.
+      const packed = mustRun('pnpm', ['pack', '--pack-destination', packs.path], dir);
+      const tgz = readdirSync(packs.path).find(
+        (file) =>
+          file.startsWith(manifest.name.replace('@', '').replace('/', '-')) &&
+          file.endsWith('.tgz'),
+      );
+      if (!tgz)
+        throw new Error(`pnpm pack wrote no tarball for ${manifest.name}:\n${packed.stdout}`);
+      tarballs.set(manifest.name, join(packs.path, tgz));
+      mustRun('pnpm', ['publish', '--registry', registry.url, '--no-git-checks'], dir, {
+        NPM_CONFIG_USERCONFIG: registry.userconfig,
+      });
+    }
+  }, 540_000);
+
+  afterAll(async () => {
+    await registry?.[Symbol.asyncDispose]();
+    await packs?.[Symbol.asyncDispose]();
+  });
+
+  it('builds every public package with its own tsconfig.build.json', () => {
+    expect(build!.status, `${build!.stdout}\n${build!.stderr}`).toBe(0);
+  });
+
+  it('publishes every public package, its @idem dependencies at their real versions', async () => {
+    expect(publicPackages.map(({ manifest }) => manifest.name).sort()).toEqual([
+      '@idem/admin',
+      '@idem/client',
+      '@idem/contract',
+      '@idem/react',
+      '@idem/server',
+      '@idem/store-drizzle',
+    ]);
+    const versions = new Map(
+      publicPackages.map(({ manifest }) => [manifest.name, manifest.version]),
+    );
+    for (const { manifest } of publicPackages) {
+      const response = await fetch(`${registry!.url}${manifest.name.replace('/', '%2f')}`);
+      expect(response.status, manifest.name).toBe(200);
+      const packument = (await response.json()) as { versions: Record<string, Manifest> };
+      const published = packument.versions[manifest.version];
+      expect(published, `${manifest.name}@${manifest.version}`).toBeDefined();
+      for (const [dep, range] of Object.entries(published!.dependencies ?? {})) {
+        expect(range, `${manifest.name} → ${dep}`).not.toMatch(/^workspace:/);
+        if (dep.startsWith('@idem/'))
+          expect(range, `${manifest.name} → ${dep}`).toBe(versions.get(dep));
+      }
+    }
+  });
+
+  it.each(publicPackages.map(({ manifest }) => manifest.name))(
+    '%s: its packed tarball passes publint and @arethetypeswrong/cli',
+    async (name) => {
+      await using unpacked = tempDir('idem-unpacked-');
+      mustRun('tar', ['-xzf', tarballs.get(name)!, '-C', unpacked.path], unpacked.path);
+      const publint = run(
+        'npx',
+        ['-y', 'publint@0.3', '--strict', join(unpacked.path, 'package')],
+        unpacked.path,
+      );
+      expect(publint.status, `${publint.stdout}\n${publint.stderr}`).toBe(0);
+      // ESM-only by design ("type": "module", import conditions only): a require() of it from
+      // CommonJS is not a supported use, so attw's CommonJS-from-ESM rule does not apply.
+      const attw = run(
+        'npx',
+        [
+          '-y',
+          '@arethetypeswrong/cli@0.18',
+          '--profile',
+          'esm-only',
+          '--format',
+          'ascii',
+          tarballs.get(name)!,
+        ],
+        unpacked.path,
+      );
+      expect(attw.status, `${attw.stdout}\n${attw.stderr}`).toBe(0);
+    },
+    240_000,
+  );
+
+  it.each(['npm', 'pnpm'])(
+    'with %s: the README runs through tsx and compiled, strict tsconfigs typecheck, audit passes',
+    async (manager) => {
+      const files = usageFiles(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+      expect(Object.keys(files)).toContain('server.ts');
+      expect(Object.keys(files)).toContain('client.ts');
+      await using project = tempDir(`idem-consumer-${manager}-`);
+      const dir = project.path;
+      writeFileSync(join(dir, 'package.json'), JSON.stringify(consumerPackage(), null, 2));
+      writeFileSync(join(dir, '.npmrc'), `registry=${registry!.url}\n`);
+      for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+      for (const config of [
+        'tsconfig.nodenext.json',
+        'tsconfig.bundler.json',
+        'tsconfig.emit.json',
+      ]) {
+        copyFileSync(join(FIXTURES, config), join(dir, config));
+      }
+      // The user's own config, not the workspace's: a fresh project outside it.
+      const env = { NPM_CONFIG_USERCONFIG: join(dir, '.npmrc') };
+      if (manager === 'npm') {
+        mustRun(
+          'npm',
+          ['install', '--registry', registry!.url, '--no-audit', '--no-fund'],
+          dir,
+          env,
+        );
+      } else {
+        mustRun(
+          'pnpm',
+          [
+            'install',
+            '--registry',
+            registry!.url,
+            '--config.minimum-release-age=0',
+            '--config.dangerously-allow-all-builds=true',
+          ],
+          dir,
+          env,
+        );
+      }
+      const bin = (name: string) => join(dir, 'node_modules/.bin', name);
+
+      for (const config of ['tsconfig.nodenext.json', 'tsconfig.bundler.json']) {
+        const tsc = run(bin('tsc'), ['-p', config], dir);
+        expect.soft(ownErrors(tsc.stdout + tsc.stderr), `${manager}, ${config}`).toEqual([]);
+      }
+
+      const program = async (label: string, command: string, args: (file: string) => string[]) => {
+        await using database = await createTestDatabase('idem_registry');
+        const port = await freePort();
+        const programEnv = {
+          DATABASE_URL: database.url,
+          PORT: String(port),
+          IDEM_KEY_SECRET: randomBytes(32).toString('hex'),
+        };
+        await using server = background(command, args('server'), dir, programEnv);
+        await answering(`http://127.0.0.1:${port}/`, server);
+        const client = run(command, args('client'), dir, programEnv, 60_000);
+        expect(
+          client.status,
+          `${label}: ${client.stdout}\n${client.stderr}\n${server.output()}`,
+        ).toBe(0);
+        expect(client.stdout, label).toContain('one order, replayed to the second call');
+        // Outside the workspace postgres.js is unpatched: the store's start-up warning about it is
+        // expected there; nothing else is printed.
+        const printed = server.output().replace(/^idem: the installed postgres\.js .*\n/m, '');
+        expect(printed, `${label}: the server printed nothing else`).toBe('');
+      };
+      await program(`${manager}, tsx`, bin('tsx'), (file) => [`${file}.ts`]);
+      mustRun(bin('tsc'), ['-p', 'tsconfig.emit.json'], dir);
+      await program(`${manager}, tsc then node`, process.execPath, (file) => [
+        join('out', `${file}.js`),
+      ]);
+
+      // The router module the README names; while server.ts holds it, that module.
+      const routerModule = files['router.ts'] ? 'router.ts' : 'server.ts';
+      await using database = await createTestDatabase('idem_registry_audit');
+      const auditEnv = {
+        ...env,
+        DATABASE_URL: database.url,
+        PORT: String(await freePort()),
+        IDEM_KEY_SECRET: randomBytes(32).toString('hex'),
+      };
+      // The published bin is dist/cli.js, which does not register tsx the way the workspace's
+      // bin/idem-admin.js does: run it under tsx. `npx idem-admin audit server.ts` is refused
+      // (ERR_UNKNOWN_FILE_EXTENSION) until the published bin loads TypeScript itself.
+      const idemAdmin = join(dir, 'node_modules/@idem/admin/dist/cli.js');
+      const audit = run(
+        process.execPath,
+        ['--import', 'tsx', idemAdmin, 'audit', routerModule],
+        dir,
+        auditEnv,
+        120_000,
+      );
+      expect(audit.status, `${audit.stdout}\n${audit.stderr}`).toBe(0);
+    },
+    420_000,
+  );
+});

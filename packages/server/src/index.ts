@@ -1,3 +1,4 @@
+/// <reference types="node" />
 /**
  * The front door: what application code calls or names in its types. Operator tools (the router
  * audit, resolutions, key hashing for idem-admin) are behind `@idem/server/operator`.

@@ -1,3 +1,4 @@
+/// <reference types="node" />
 /**
  * `@idem/server/operator`: what operator tools use (idem-admin, CI checks of a router), kept off
  * the front door that application code imports.

@@ -41,7 +41,7 @@ export interface IdemContext {
 /** The headers and status idem asks of one response. */
 export interface IdemResponse {
   headers: Map<string, string>;
-  status?: number;
+  status?: number | undefined;
   /**
    * Which of them already went straight to the response (set by {@link idemContext} when it got
    * the adapter's options), so {@link idemResponseMeta} does not send them twice.

@@ -189,7 +189,8 @@ export function pglitePreparedRunner(
   // for a row of the read's 30 columns); here the merge is a prototype chain built once, which
   // still sees parsers PGlite adds later (`refreshArrayTypes`).
   const parsers = Object.assign(Object.create(client.parsers) as PGlite['parsers'], config.parsers);
-  const resultOptions: QueryOptions = { ...config, parsers: undefined };
+  // The result options without their parsers (the prototype chain above carries them).
+  const { parsers: _parsers, ...resultOptions }: QueryOptions = config;
 
   /** Parses `text` under its name (closing any statement of that name first) and describes it. */
   const prepare = async (text: string): Promise<Prepared> => {

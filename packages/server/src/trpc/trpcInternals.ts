@@ -1,7 +1,10 @@
 /**
  * The one door to tRPC's internals (`@trpc/server/unstable-core-do-not-import`): nothing else in
  * `@idem/server` imports that subpath. Its names may change in any tRPC release, so the peer range
- * of `@trpc/server` is bounded to the minor version the tests ran on, and
+ * of `@trpc/server` ends at the highest minor the version matrix ran on (`>=11.22.1 <11.26.0`).
+ * Checked on tRPC 11.22.1 (the first release exporting `getDefaultErrorShape`,
+ * `isFormattedErrorShape` and `setFormattedErrorShape`; `middlewareMarker`, `GetRawInputFn` and
+ * `MiddlewareResult` exist from 11.0.0) and 11.25.2, by `scripts/version-matrix.sh`.
  * `test/trpcInternals.test.ts` (the canary) replays through `createCaller` to prove these still
  * mean what idem relies on. Public alternatives are used wherever tRPC has one:
  * `TRPCProcedureBuilder` and `TRPCUnsetMarker` from `@trpc/server`, `TRPC_ERROR_CODES_BY_KEY` from

@@ -4,6 +4,7 @@ import {
   type DrizzleIdempotencyStoreOptions,
 } from '../DrizzleIdempotencyStore.js';
 import { preparedRunner } from './preparedRunner.js';
+import { warnOnceIfOutageUnfixed } from './postgresJsOutageFix.js';
 
 /** Options of {@link createPostgresJsStore}: the store's, and how postgres.js runs its statements. */
 export interface PostgresJsStoreOptions extends Omit<
@@ -27,10 +28,20 @@ export interface PostgresJsStoreOptions extends Omit<
    */
   preparedStatements?: boolean;
   /**
-   * Where the store reports a condition it worked around: today only prepared statements turned
-   * off because a pooler could not carry them. Defaults to `console.warn`.
+   * Where the store reports a condition it worked around or found at start-up: prepared
+   * statements turned off because a pooler could not carry them, and a postgres.js without the
+   * outage fix. Defaults to `console.warn`.
    */
   onWarning?: (message: string) => void;
+  /**
+   * Warn once per process, through {@link onWarning}, when the installed postgres.js lacks the
+   * outage fix: unfixed, a database outage can end the process with an unhandled rejection or an
+   * uncaught TypeError. No released postgres.js carries it; `@idem/store-drizzle` ships the patch
+   * in `patches/`. Pass false once you have acknowledged it. Defaults to true.
+   */
+  postgresJsOutageWarning?: boolean;
+  /** @internal The postgres.js package the outage check reads; tests point it at a copy. */
+  postgresJsPackageDir?: string;
 }
 
 /** The store on a postgres.js database; its transactions are `db.transaction`'s. */
@@ -49,7 +60,19 @@ export function createPostgresJsStore<
   db: PostgresJsDatabase<TSchema>,
   options: PostgresJsStoreOptions = {},
 ): PostgresJsIdempotencyStore<TSchema> {
-  const { preparedStatements, onWarning, ...storeOptions } = options;
+  const {
+    preparedStatements,
+    onWarning,
+    postgresJsOutageWarning = true,
+    postgresJsPackageDir,
+    ...storeOptions
+  } = options;
+  if (postgresJsOutageWarning) {
+    warnOnceIfOutageUnfixed(
+      onWarning ?? ((message) => console.warn(message)),
+      postgresJsPackageDir,
+    );
+  }
   return new DrizzleIdempotencyStore(db, {
     ...storeOptions,
     statementRunner: preparedRunner(db, {

@@ -82,6 +82,10 @@ if (invocation.command === 'help') {
 }
 
 if (invocation.command === 'audit') {
+  // A router in TypeScript: the published CLI runs as plain JavaScript, so it loads tsx's loader
+  // itself (a dependency of this package) before importing the module. Under the workspace's bin,
+  // which runs through tsx already, registering again is harmless.
+  if (/\.[mc]?tsx?$/.test(invocation.module)) (await import('tsx/esm/api')).register();
   const [{ auditModule }, { describeAuditFindings }] = await Promise.all([
     import('./auditModule.js'),
     import('@idem/server/operator'),

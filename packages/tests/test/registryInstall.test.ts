@@ -436,13 +436,11 @@ describe.skipIf(!available)('idem from a registry, installed as a new user does'
         PORT: String(await freePort()),
         IDEM_KEY_SECRET: randomBytes(32).toString('hex'),
       };
-      // The published bin is dist/cli.js, which does not register tsx the way the workspace's
-      // bin/idem-admin.js does: run it under tsx. `npx idem-admin audit server.ts` is refused
-      // (ERR_UNKNOWN_FILE_EXTENSION) until the published bin loads TypeScript itself.
-      const idemAdmin = join(dir, 'node_modules/@idem/admin/dist/cli.js');
+      // The installed bin, as `npx idem-admin audit <module>` runs it: plain node, which loads
+      // tsx's loader itself for a TypeScript module.
       const audit = run(
-        process.execPath,
-        ['--import', 'tsx', idemAdmin, 'audit', routerModule],
+        join(dir, 'node_modules/.bin/idem-admin'),
+        ['audit', routerModule],
         dir,
         auditEnv,
         120_000,

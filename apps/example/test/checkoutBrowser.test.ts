@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { startCheckoutOrigin, type CheckoutOrigin } from '../src/checkout/checkoutPage.js';

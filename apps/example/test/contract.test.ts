@@ -7,13 +7,13 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CallFailed, callIdempotent } from '../docs-samples/contract/callIdempotent.js';
 import { tokenFor } from '../src/createContext.js';
 import { exampleClient } from './fixtures/exampleClient.js';
 import { startExampleServer, type ExampleServer } from './fixtures/exampleServer.js';
-import { httpPost as rawPost } from '@idem/testing';
+import { httpPost as rawPost } from '@idem/fixtures';
 
 const available = await postgresAvailable();
 const contract = readFileSync(new URL('../../../docs/contract.md', import.meta.url), 'utf8');

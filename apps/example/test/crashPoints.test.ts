@@ -5,7 +5,7 @@
  * counts prove one charge.
  */
 import { withIdempotencyKey } from '@idem/client';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 import { CRASH_POINTS, type CrashPoint } from '../src/Faults.js';
 import { exampleClient } from './fixtures/exampleClient.js';

@@ -22,7 +22,7 @@ import {
   postgresAvailable,
   privateClustersAvailable,
   type PrivateCluster,
-} from '@idem/testing';
+} from '@idem/fixtures';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { startExampleServer, type ExampleServer } from './fixtures/exampleServer.js';

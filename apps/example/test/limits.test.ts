@@ -6,7 +6,7 @@
  * caller masked, with an error id that leads to the detail in the server log.
  */
 import { request } from 'node:http';
-import { createTestDatabase, httpPost, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, httpPost, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenFor } from '../src/createContext.js';

@@ -16,12 +16,12 @@ import {
   postgresAvailable,
   privateClustersAvailable,
   type PrivateCluster,
-} from '@idem/testing';
+} from '@idem/fixtures';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExampleServer } from './fixtures/exampleServer.js';
 import { keyedHeaders, keyedTraffic, type Answer } from './fixtures/keyedTraffic.js';
-import { httpPost } from '@idem/testing';
+import { httpPost } from '@idem/fixtures';
 
 const available = (await postgresAvailable()) && privateClustersAvailable();
 

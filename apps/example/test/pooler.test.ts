@@ -15,7 +15,7 @@ import {
   postgresAvailable,
   startPgBouncer,
   type PgBouncer,
-} from '@idem/testing';
+} from '@idem/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readConfig } from '../src/readConfig.js';
 import { exampleClient } from './fixtures/exampleClient.js';

@@ -16,7 +16,7 @@
  * asserts that it did not happen: `forced: 0`.)
  */
 import { Agent, request } from 'node:http';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { tokenFor } from '../src/createContext.js';

@@ -8,7 +8,7 @@
  * id, and every payment is paid by exactly one charge.
  */
 import { withIdempotencyKey } from '@idem/client';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { exampleClient } from './fixtures/exampleClient.js';

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createPrivateCluster, privateClustersAvailable } from '@idem/testing';
+import { createPrivateCluster, privateClustersAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 import { SMOKE } from '../src/benchOptions.js';
 import type { BenchReport } from '../src/BenchReport.js';

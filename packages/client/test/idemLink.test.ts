@@ -15,7 +15,7 @@ import {
   RetryBudget,
   withIdempotencyKey,
 } from '../src/index.js';
-import { htmlPage, testMeter, type FaultProxy } from '@idem/testing';
+import { htmlPage, testMeter, type FaultProxy } from '@idem/fixtures';
 import { startShopServer, type ShopServer } from './fixtures/shopServer.js';
 import type { RecordedCall, ShopRouter } from './fixtures/shopRouter.js';
 

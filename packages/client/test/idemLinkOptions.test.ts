@@ -10,7 +10,7 @@ import {
   type IdemLinkOptions,
   type IdemLogger,
 } from '../src/index.js';
-import { htmlPage } from '@idem/testing';
+import { htmlPage } from '@idem/fixtures';
 import { startShopServer, type ShopServer } from './fixtures/shopServer.js';
 import type { ShopRouter } from './fixtures/shopRouter.js';
 

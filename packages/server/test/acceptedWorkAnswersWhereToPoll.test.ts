@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { httpPost, postgresAvailable } from '@idem/testing';
+import { httpPost, postgresAvailable } from '@idem/fixtures';
 import { initTRPC, TRPCError, type AnyTRPCRouter } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { fetchRequestHandler } from '@trpc/server/adapters/fetch';

@@ -1,4 +1,4 @@
-import { postgresAvailable } from '@idem/testing';
+import { postgresAvailable } from '@idem/fixtures';
 import { createPostgresJsStore } from '@idem/store-drizzle/postgres-js';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';

@@ -8,7 +8,7 @@
  */
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { request } from 'node:http';
-import { createTestDatabase, httpPost, postgresAvailable, type HttpResult } from '@idem/testing';
+import { createTestDatabase, httpPost, postgresAvailable, type HttpResult } from '@idem/fixtures';
 import { createPostgresJsStore, migrate } from '@idem/store-drizzle/postgres-js';
 import { initTRPC, type AnyTRPCRouter } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';

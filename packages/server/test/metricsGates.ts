@@ -5,7 +5,7 @@ import { createReaper, SERVER_METRICS } from '../src/index.js';
 import type { TestEnv } from './fixtures/databases.js';
 import { post, serve } from './fixtures/httpHarness.js';
 import { createTestApp } from './fixtures/testApp.js';
-import { testMeter } from '@idem/testing';
+import { testMeter } from '@idem/fixtures';
 
 /** The metrics match what happened; once per database. */
 export function describeMetricsGates(name: string, makeEnv: () => Promise<TestEnv>): void {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimTiming } from '@idem/contract';
-import { postgresAvailable } from '@idem/testing';
+import { postgresAvailable } from '@idem/fixtures';
 import { createPostgresJsStore } from '@idem/store-drizzle/postgres-js';
 import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';

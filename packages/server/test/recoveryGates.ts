@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_REPLAY_WINDOW_MS, DEFAULT_RETENTION_MS, type RecoveryStore } from '@idem/contract';
-import { testMeter } from '@idem/testing';
+import { testMeter } from '@idem/fixtures';
 import { createReaper, SERVER_METRICS } from '../src/index.js';
 import { checkResolution, hashIdempotencyKey } from '../src/operator.js';
 import type { TestEnv } from './fixtures/databases.js';

@@ -3,7 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from './fixtures/databases.js';
-import { httpPost } from '@idem/testing';
+import { httpPost } from '@idem/fixtures';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { post, rawPost, serve, testContext } from './fixtures/httpHarness.js';
 import { createTestApp, Gate, TEST_KEY_SECRET } from './fixtures/testApp.js';

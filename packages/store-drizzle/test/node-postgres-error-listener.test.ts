@@ -6,7 +6,7 @@
  * start listening itself, the first two cases fail, and the store's listener can be revisited.
  */
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 import { runNodeChild } from './fixtures/runNodeChild.js';
 

@@ -6,7 +6,7 @@
  * store answers again. In this process: an 'error' event no one listens to would end it, and
  * the test counts uncaught exceptions.
  */
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import { drizzle as nodePgDrizzle } from 'drizzle-orm/node-postgres';
 import { drizzle as postgresJsDrizzle } from 'drizzle-orm/postgres-js';
 import pg from 'pg';

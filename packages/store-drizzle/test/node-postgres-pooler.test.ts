@@ -13,7 +13,7 @@ import {
   startPgBouncer,
   type PgBouncer,
   type TestDatabase,
-} from '@idem/testing';
+} from '@idem/fixtures';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';

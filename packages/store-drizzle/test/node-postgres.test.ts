@@ -1,4 +1,4 @@
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate as drizzleMigrate } from 'drizzle-orm/node-postgres/migrator';

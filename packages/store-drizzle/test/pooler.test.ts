@@ -10,7 +10,7 @@ import {
   postgresAvailable,
   startPgBouncer,
   type PgBouncer,
-} from '@idem/testing';
+} from '@idem/fixtures';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

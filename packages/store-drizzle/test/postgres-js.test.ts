@@ -1,4 +1,4 @@
-import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as drizzleMigrate } from 'drizzle-orm/postgres-js/migrator';

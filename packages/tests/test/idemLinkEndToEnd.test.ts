@@ -14,7 +14,7 @@ import {
   postgresAvailable,
   type ProxiedRequest,
   type TestDatabase,
-} from '@idem/testing';
+} from '@idem/fixtures';
 import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import { and, count, eq } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/postgres-js';

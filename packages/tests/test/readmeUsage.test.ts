@@ -11,7 +11,7 @@ import { connect, createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, httpPost, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, httpPost, postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));

@@ -21,7 +21,12 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, freePort, postgresAvailable, verdaccioAvailable } from '@idem/testing';
+import {
+  createTestDatabase,
+  freePort,
+  postgresAvailable,
+  verdaccioAvailable,
+} from '@idem/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));

@@ -15,7 +15,7 @@ import {
   type IdemContext,
 } from '@idem/server';
 import { createPostgresJsStore, migrate } from '@idem/store-drizzle/postgres-js';
-import { createTestDatabase, listen, postgresAvailable, type TestDatabase } from '@idem/testing';
+import { createTestDatabase, listen, postgresAvailable, type TestDatabase } from '@idem/fixtures';
 import { createTRPCClient, httpBatchLink } from '@trpc/client';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';

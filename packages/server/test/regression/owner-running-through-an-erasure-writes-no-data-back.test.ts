@@ -7,7 +7,7 @@
  * retry was replayed the erased response.
  */
 import type { IdemMeta, RecoveryStore } from '@idem/contract';
-import { postgresAvailable } from '@idem/testing';
+import { postgresAvailable } from '@idem/fixtures';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';

@@ -8,7 +8,7 @@
  * the call again.
  */
 import type { IdemMeta, RecoveryStore } from '@idem/contract';
-import { postgresAvailable } from '@idem/testing';
+import { postgresAvailable } from '@idem/fixtures';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -4,7 +4,7 @@
  * `completionStatements.ts` (one fragment shared by every owner's write).
  */
 import { FINGERPRINT_VERSION } from '@idem/contract';
-import { postgresAvailable } from '@idem/testing';
+import { postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 import { pgliteEnv, postgresEnv, type TestEnv } from '../fixtures/databases.js';
 

@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { postgresAvailable } from '@idem/testing';
+import { postgresAvailable } from '@idem/fixtures';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { CompleterReport } from '../../src/index.js';

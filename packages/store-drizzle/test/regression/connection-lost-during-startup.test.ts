@@ -11,7 +11,7 @@
  * with it; unpatched, the child exits 1 in both cases.
  */
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 import { runNodeChild } from '../fixtures/runNodeChild.js';
 

@@ -6,7 +6,7 @@
  * exception would otherwise take the test runner down with it.
  */
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, postgresAvailable } from '@idem/testing';
+import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
 import { describe, expect, it } from 'vitest';
 import { runNodeChild } from '../fixtures/runNodeChild.js';
 

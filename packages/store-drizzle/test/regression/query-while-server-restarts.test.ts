@@ -10,7 +10,7 @@
  */
 import { chownSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createPrivateCluster, postgresAvailable, privateClustersAvailable } from '@idem/testing';
+import { createPrivateCluster, postgresAvailable, privateClustersAvailable } from '@idem/fixtures';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 

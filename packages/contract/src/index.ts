@@ -8,21 +8,13 @@ export {
 } from './headers.js';
 export {
   IDEMPOTENCY_KEY_MAX_LENGTH,
-  IDEMPOTENCY_KEY_MIN_LENGTH,
-  IDEMPOTENCY_KEY_PATTERN,
-  idempotencyKeySchema,
   isIdempotencyKey,
   parseIdempotencyKey,
 } from './idempotencyKey.js';
 export type { IdempotencyKey, IdempotencyKeyParseResult } from './idempotencyKey.js';
-export {
-  IDEM_REASON_TABLE,
-  idemErrorDataSchema,
-  idemReasonSchema,
-  readIdemErrorData,
-} from './reasons.js';
-export type { IdemErrorData, IdemReason, IdemTrpcCode } from './reasons.js';
-export { REAPABLE_STATES, REPLAYABLE_STATES, recordStateSchema } from './recordState.js';
+export { IDEM_REASON_TABLE, readIdemErrorData } from './reasons.js';
+export type { IdemErrorData, IdemReason } from './reasons.js';
+export { REAPABLE_STATES, recordStateSchema } from './recordState.js';
 export type { RecordState } from './recordState.js';
 export {
   DEFAULT_LEASE_MS,
@@ -32,20 +24,13 @@ export {
   DEFAULT_RETENTION_MS,
   FINGERPRINT_VERSION,
 } from './defaults.js';
-export {
-  claimTimingSchema,
-  executionModeSchema,
-  failurePolicySchema,
-  idempotencyOptionsSchema,
-  retryUnsafeSchema,
-} from './procedureMeta.js';
+export { claimTimingSchema, idempotencyOptionsSchema } from './procedureMeta.js';
 export type {
   ClaimTiming,
   ExecutionMode,
   FailurePolicy,
   IdemMeta,
   IdempotencyOptions,
-  RetryUnsafe,
 } from './procedureMeta.js';
 export type {
   ClaimInput,
@@ -63,7 +48,6 @@ export { RECONCILIATION_REASONS } from './RecoveryStore.js';
 export type {
   AuditEntry,
   ReconciliationReason,
-  RecoveryFields,
   RecoveryRecord,
   RecoveryStore,
   Resolution,

@@ -20,3 +20,10 @@ export const ATTEMPT_HEADER = 'Idempotency-Attempt';
 
 /** Milliseconds left of the caller's overall deadline when this attempt was sent. */
 export const TIMEOUT_HEADER = 'Idempotency-Timeout-Ms';
+
+/**
+ * Set to `false` on the response of a call a procedure with `keys: 'optional'` ran without a key:
+ * the procedure ran as a plain mutation, with nothing claimed or stored, so a retry would run it
+ * again. Absent on every other response.
+ */
+export const IDEMPOTENCY_PROTECTED_HEADER = 'Idempotency-Protected';

@@ -12,6 +12,7 @@ import type {
 } from './types/IdemExecution.js';
 import { createIdemRuntime } from './request/createIdemRuntime.js';
 import { composeScope, runRequest } from './request/prepareJob.js';
+import { checkedKeyRequirement } from './request/keyRequirement.js';
 import { resolveProcedureOptions } from './request/resolveProcedureOptions.js';
 import { findMisplacedIdempotency } from './trpc/auditRouter.js';
 import {
@@ -79,10 +80,17 @@ export interface Idempotency<TContext extends IdemContext, TTx> extends Operatio
    * `{ operationId, state }`, `Location` (from `statusLocation`, required) and `Retry-After`
    * while the work goes on. The procedure's output type, as the client
    * sees it, is what the wire carries: {@link AcceptedOperation}, whatever the handler returns
-   * (its result is read with `operationStatus`).
+   * (its result is read with `operationStatus`). Every call needs a key: `keys: 'optional'`
+   * does not compile here, and an app default of `'optional'` is a start-up error unless the
+   * procedure sets `keys: 'required'`.
    */
   procedure(
-    options: IdemProcedureOptions & { mode: 'external'; respond: 'accepted'; claim?: 'first' },
+    options: IdemProcedureOptions & {
+      mode: 'external';
+      respond: 'accepted';
+      claim?: 'first';
+      keys?: 'required';
+    },
   ): IdemProcedureBuilder<TContext, ExternalIdemExecution<TTx>, AcceptedOperation>;
 }
 
@@ -106,6 +114,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   }
   if (!options.store) throw new TypeError('createIdempotency: `store` is required');
   const keySecrets = checkedKeySecrets(options.keySecret, options.previousKeySecrets);
+  const keys = checkedKeyRequirement(options.keys, 'createIdempotency') ?? 'required';
   const defaults = idempotencyOptionsSchema.parse(options.defaults ?? {});
   const runtime = createIdemRuntime(options, defaults, keySecrets);
   const t = buildPlugin<TContext>();
@@ -113,7 +122,7 @@ export function createIdempotency<TContext extends IdemContext, TTx>(
   const suffixes = new Set<string | undefined>([undefined]);
 
   function procedure(procedureOptions: IdemProcedureOptions = {}) {
-    const { meta, resolved } = resolveProcedureOptions(runtime, defaults, procedureOptions);
+    const { meta, resolved } = resolveProcedureOptions(runtime, defaults, procedureOptions, keys);
     suffixes.add(resolved.scopeSuffix);
     runtime.windows.built(resolved);
     return buildProcedure<TContext, IdemExecution>(t, meta, (call) =>

@@ -9,6 +9,7 @@ import {
 import { idemTRPCError } from '../errors/IdemRequestError.js';
 import type { IdemContext, IdemResponse } from '../types/IdemRequest.js';
 import { procedureDefOf } from '../trpc/trpcInternals.js';
+import { keysOptional } from './keyRequirement.js';
 
 /** Request headers as either tRPC adapter hands them out. */
 export type IdemHeaderSource = Headers | IncomingMessage | IncomingHttpHeaders;
@@ -37,7 +38,8 @@ export type IdemContextSource = IdemAdapterOptions | IdemHeaderSource;
  * idem then sets `Idempotent-Replayed` and `Retry-After` on the response itself (and the 202 of
  * accepted work, on node), with no `responseMeta` needed, and a batch (`?batch=1`) that calls an
  * idempotent mutation is refused whole, before any of its items runs (this function throws 400
- * `IDEMPOTENCY_BATCH_REFUSED`, from the options' `info`).
+ * `IDEMPOTENCY_BATCH_REFUSED`, from the options' `info`). A batch without an `Idempotency-Key`
+ * whose idempotent mutations all have `keys: 'optional'` is not refused: they run unprotected.
  *
  * @example
  * // standalone / node-http / express adapters, and the fetch adapter alike
@@ -57,21 +59,24 @@ export function idemContext(source: IdemContextSource, info?: IdemRequestInfo): 
     : (source as IdemHeaderSource);
   const requestInfo = info ?? adapter?.info;
   const batch = requestInfo ? requestInfo.isBatchCall : isBatchUrl(adapter ? adapter.req : headers);
+  const read = headerReader(headers);
+  const keyValues = read(IDEMPOTENCY_KEY);
   if (requestInfo?.isBatchCall) {
-    const keyed = requestInfo.calls.filter((call) => isIdempotentMutation(call.procedure));
-    if (keyed.length > 0) {
+    // The key header is the whole batch's: with one, every idempotent mutation in it is keyed.
+    const keyed = keyValues.length > 0;
+    const refused = requestInfo.calls.filter((call) => refusedInBatch(call.procedure, keyed));
+    if (refused.length > 0) {
       throw idemTRPCError(
         'IDEMPOTENCY_BATCH_REFUSED',
-        `${keyed.map((call) => call.path).join(', ')}: idempotent mutations are sent alone, not in a batch (?batch=1); nothing in this batch ran`,
+        `${refused.map((call) => call.path).join(', ')}: idempotent mutations are sent alone, not in a batch (?batch=1); nothing in this batch ran`,
       );
     }
   }
-  const read = headerReader(headers);
   const attempt = toInteger(read(ATTEMPT)[0]);
   const timeout = toInteger(read(TIMEOUT)[0]);
   return {
     idemRequest: {
-      keyValues: read(IDEMPOTENCY_KEY),
+      keyValues,
       requestId: read(REQUEST_ID)[0] ?? null,
       attempt: attempt !== null && attempt >= 1 ? attempt : null,
       timeoutMs: timeout !== null && timeout >= 0 ? timeout : null,
@@ -82,10 +87,15 @@ export function idemContext(source: IdemContextSource, info?: IdemRequestInfo): 
   };
 }
 
-/** A procedure of the router whose meta declares idempotency (read through trpcInternals). */
-function isIdempotentMutation(procedure: unknown): boolean {
+/**
+ * Is this procedure of a batch refused? Every idempotent mutation is (its meta declares
+ * idempotency, read through trpcInternals), except one with `keys: 'optional'` in a batch
+ * without a key: that call runs unprotected, as it did before idem.
+ */
+function refusedInBatch(procedure: unknown, keyed: boolean): boolean {
   const def = procedureDefOf(procedure);
-  return def?.type === 'mutation' && def.meta?.idempotency !== undefined;
+  if (def?.type !== 'mutation' || def.meta?.idempotency === undefined) return false;
+  return keyed || !keysOptional(def.meta.idempotency);
 }
 
 /** For a node request: does its URL ask for a batch? Unknown (false) for bare headers. */

@@ -4,6 +4,7 @@ import { isDatabaseUnreachable } from '../errors/isDatabaseUnreachable.js';
 import { answerRefusal } from '../executors/answerRefusal.js';
 import { executeExternal } from '../executors/executeExternal.js';
 import { executeLocal } from '../executors/executeLocal.js';
+import { executeUnprotected } from '../executors/executeUnprotected.js';
 import type { IdemMiddlewareCall } from '../types/IdemJob.js';
 import { findNul } from '../hashing/fingerprint.js';
 import { claimFingerprint } from './claimFingerprint.js';
@@ -35,6 +36,7 @@ export async function runRequest<TContext extends IdemContext>(
   call: IdemMiddlewareCall<TContext, never>,
 ): Promise<NextResult> {
   const caller = await identifyCaller(runtime, options, scopeOf, call);
+  if (caller.unprotected) return runUnprotected(caller, options, call);
   let job: IdemJob | undefined;
   let started = 0;
   try {
@@ -53,6 +55,34 @@ export async function runRequest<TContext extends IdemContext>(
   }
 }
 
+/**
+ * A call without a key to a procedure with `keys: 'optional'`: run as without idem (see
+ * executeUnprotected). A handler that failed because the database went away is a 503, as with a
+ * key; so is a failure of the transaction around the handler.
+ */
+async function runUnprotected<TContext extends IdemContext>(
+  caller: Caller,
+  options: ResolvedProcedureOptions,
+  call: IdemMiddlewareCall<TContext, never>,
+): Promise<NextResult> {
+  try {
+    const result = await executeUnprotected({
+      runtime: caller.runtime,
+      options,
+      request: caller.request,
+      scope: caller.scope,
+      procedure: call.path,
+      operationId: newOperationId(),
+      next: call.next as IdemJob['next'],
+    });
+    if (!result.ok && isDatabaseUnreachable(result.error)) throw storeUnavailable(result.error);
+    return result;
+  } catch (error) {
+    answerRefusal(caller, error);
+    throw error;
+  }
+}
+
 const identity = (text: string) => text;
 
 /** Who is asking, and with which key: what a refusal's answer needs (per request). */
@@ -63,6 +93,8 @@ interface Caller {
   resume: RecoveryRecord | null;
   parsed: ReturnType<typeof parseIdempotencyKey> | { ok: true; keyHash: string };
   event: IdemJob['event'];
+  /** No key, on a procedure with `keys: 'optional'`: the call runs unprotected. */
+  unprotected: boolean;
 }
 
 /** The caller's scope and key, after the misuses a request can show (500s, no event). */
@@ -91,6 +123,12 @@ async function identifyCaller<TContext extends IdemContext>(
   if (resume && (resume.scope !== scope || resume.procedure !== path)) {
     throw idemMisuse.resumeScopeMismatch(path, resume.id);
   }
+  // Absent, not malformed: a header sent empty is a key, and refused as invalid.
+  if (!resume && request.keyValues.length === 0 && options.keys === 'optional') {
+    const event = { procedure: path, scope, keyHash: '', requestId: request.requestId };
+    const parsed = { ok: true, keyHash: '' } as const;
+    return { runtime, request, scope, resume, parsed, event, unprotected: true };
+  }
   // The completer resumes a record by id; it has no key, only the key's hash.
   const parsed = resume
     ? ({ ok: true, keyHash: resume.keyHash } as const)
@@ -101,7 +139,7 @@ async function identifyCaller<TContext extends IdemContext>(
       : hashIdempotencyKey(parsed.key, runtime.keySecrets.current, scope)
     : '';
   const event = { procedure: path, scope, keyHash, requestId: request.requestId };
-  return { runtime, request, scope, resume, parsed, event };
+  return { runtime, request, scope, resume, parsed, event, unprotected: false };
 }
 
 /** The job of a request whose caller is known; throws its refusals (see runRequest). */
@@ -173,6 +211,7 @@ async function prepareJob<TContext extends IdemContext>(
       operationId: newOperationId(),
     },
     execution: {
+      protected: true,
       keyHash,
       scope,
       procedure: path,

@@ -6,8 +6,9 @@ import {
   idempotencyOptionsSchema,
   type IdempotencyOptions,
 } from '@idem/contract';
-import type { IdemProcedureOptions } from '../types/options.js';
+import type { IdemProcedureOptions, KeyRequirement } from '../types/options.js';
 import { stepsNeedInputCipher } from '../phases/stepResultCodec.js';
+import { checkedKeyRequirement, markKeysOptional } from './keyRequirement.js';
 import { assertStatusLocation } from './statusLocation.js';
 import type { IdemRuntime, ResolvedProcedureOptions } from '../types/IdemJob.js';
 
@@ -20,8 +21,10 @@ export function resolveProcedureOptions(
   runtime: IdemRuntime,
   defaults: IdempotencyOptions,
   procedureOptions: IdemProcedureOptions,
+  appKeys: KeyRequirement = 'required',
 ): { meta: IdempotencyOptions; resolved: ResolvedProcedureOptions } {
-  const { replay = { kind: 'full' }, ...rest } = procedureOptions;
+  const { replay = { kind: 'full' }, keys: procedureKeys, ...rest } = procedureOptions;
+  const keys = checkedKeyRequirement(procedureKeys, 'idem.procedure()') ?? appKeys;
   const merged = idempotencyOptionsSchema.parse({ ...defaults, ...rest, replay: replay.kind });
   const resolved: ResolvedProcedureOptions = {
     mode: merged.mode ?? 'local',
@@ -35,10 +38,20 @@ export function resolveProcedureOptions(
     scopeSuffix: merged.scopeSuffix,
     respond: merged.respond ?? 'result',
     replay,
+    keys,
   };
   if (resolved.respond === 'accepted' && resolved.mode !== 'external') {
     throw new TypeError(
       "idem: respond: 'accepted' needs mode: 'external' (the work outlives the request)",
+    );
+  }
+  if (resolved.respond === 'accepted' && keys === 'optional') {
+    // A call without a key would have no operation to poll; and accepted work came with idem, so
+    // no client without idem's link calls it.
+    throw new TypeError(
+      procedureKeys === 'optional'
+        ? "idem: respond: 'accepted' needs a key on every call (a call without one has no operation to poll); remove keys: 'optional' from this procedure"
+        : "idem: respond: 'accepted' needs a key on every call (a call without one has no operation to poll); the app's keys is 'optional', so set keys: 'required' on this procedure",
     );
   }
   if (resolved.respond === 'accepted') assertStatusLocation(runtime);
@@ -61,5 +74,6 @@ export function resolveProcedureOptions(
       `idem: an external-mode procedure with replay '${replay.kind}' keeps its step results sealed; pass inputCipher (e.g. aesGcmCipher(key)) to createIdempotency`,
     );
   }
+  if (keys === 'optional') markKeysOptional(merged);
   return { meta: merged, resolved };
 }

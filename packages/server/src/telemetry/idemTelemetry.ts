@@ -21,6 +21,11 @@ export const SERVER_METRICS = {
   reconciliations: 'idem.server.reconciliations',
   /** Key store failures answered 503. */
   storeErrors: 'idem.server.store_errors',
+  /**
+   * Calls without a key that a procedure with `keys: 'optional'` ran unprotected, by
+   * `idem.procedure`: zero for a while on every procedure means `keys: 'required'` is safe.
+   */
+  unprotectedCalls: 'idem.server.unprotected_calls',
   /** Rows the reaper deleted. */
   reapedRows: 'idem.server.reaped_rows',
   /** Records the reaper found needing attention, by `idem.stuck_class` (last report). */
@@ -60,6 +65,9 @@ export function createIdemTelemetry(
   });
   const storeErrors = meter.createCounter(SERVER_METRICS.storeErrors, {
     description: 'key store failures',
+  });
+  const unprotected = meter.createCounter(SERVER_METRICS.unprotectedCalls, {
+    description: 'calls without a key run unprotected (keys: optional), by procedure',
   });
   const reaped = meter.createCounter(SERVER_METRICS.reapedRows, {
     description: 'rows deleted by the reaper',
@@ -102,6 +110,9 @@ export function createIdemTelemetry(
           break;
         case 'store-error':
           storeErrors.add(1, attributes);
+          break;
+        case 'unprotected':
+          unprotected.add(1, attributes);
           break;
       }
     },

@@ -42,7 +42,12 @@ describe('idemCors', () => {
       'Idempotency-Timeout-Ms',
       'X-Request-Id',
     ]);
-    expect(IDEM_CORS_EXPOSE_HEADERS).toEqual(['Idempotent-Replayed', 'Retry-After', 'Location']);
+    expect(IDEM_CORS_EXPOSE_HEADERS).toEqual([
+      'Idempotent-Replayed',
+      'Retry-After',
+      'Location',
+      'Idempotency-Protected',
+    ]);
   });
 
   it('standalone: answers an allowed preflight with the headers, and exposes idem headers', async () => {
@@ -65,7 +70,7 @@ describe('idemCors', () => {
     expect(call.status).toBe(200);
     expect(call.headers.get('access-control-allow-origin')).toBe(SHOP);
     expect(call.headers.get('access-control-expose-headers')).toBe(
-      'Idempotent-Replayed, Retry-After, Location',
+      'Idempotent-Replayed, Retry-After, Location, Idempotency-Protected',
     );
     expect(call.headers.get('idempotent-replayed')).toBe('true');
     expect(call.headers.get('vary')).toMatch(/\bOrigin\b/);
@@ -109,7 +114,7 @@ describe('idemCors', () => {
     expect(call.status).toBe(200);
     expect(await call.json()).toEqual({ result: { data: 'ok' } });
     expect(call.headers.get('access-control-expose-headers')).toBe(
-      'Idempotent-Replayed, Retry-After, Location',
+      'Idempotent-Replayed, Retry-After, Location, Idempotency-Protected',
     );
     expect(call.headers.get('retry-after')).toBe('2');
     // tRPC's own Vary stays, with Origin added.

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   ATTEMPT_HEADER,
   IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_PROTECTED_HEADER,
   IDEMPOTENT_REPLAYED_HEADER,
   REQUEST_ID_HEADER,
   RETRY_AFTER_HEADER,
@@ -24,12 +25,14 @@ export const IDEM_CORS_ALLOW_HEADERS = [
 /**
  * The response headers idem's client reads, which a page on another origin can read only when
  * they are exposed: without them a replay looks like a first execution, a 503's wait is lost,
- * and a 202 of accepted work does not say where to poll (`Location`).
+ * a 202 of accepted work does not say where to poll (`Location`), and a call a procedure with
+ * `keys: 'optional'` ran without a key does not say so (`Idempotency-Protected`).
  */
 export const IDEM_CORS_EXPOSE_HEADERS = [
   IDEMPOTENT_REPLAYED_HEADER,
   RETRY_AFTER_HEADER,
   'Location',
+  IDEMPOTENCY_PROTECTED_HEADER,
 ] as const;
 
 /** Options of {@link idemCors}. Every option but `origins` has a default. */

@@ -4,7 +4,13 @@
 export interface IdemExecution {
   /** Stable id of this logical operation: hand it to downstream systems so they de-duplicate. */
   readonly operationId: string;
-  /** SHA-256 (hex) of the idempotency key. Log this, never the key. */
+  /**
+   * False when the call came without a key to a procedure with `keys: 'optional'`: nothing is
+   * claimed or stored, a retry runs the handler again, `operationId` is new on every call, and
+   * `keyHash` is empty. True on every call that carries a key.
+   */
+  readonly protected: boolean;
+  /** SHA-256 (hex) of the idempotency key. Log this, never the key. Empty when not `protected`. */
   readonly keyHash: string;
   /** The scope the key was claimed in (caller scope plus the procedure's suffix). */
   readonly scope: string;

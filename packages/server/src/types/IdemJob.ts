@@ -10,6 +10,7 @@ import type {
 import type { IdemRequest } from './IdemRequest.js';
 import type { IdemExecution } from './IdemExecution.js';
 import type { IdemEventBase, IdemServerEvent } from './IdemServerEvent.js';
+import type { KeyRequirement } from './options.js';
 import type { ReplayStrategy } from './ReplayStrategy.js';
 import type { ResultSerializer } from './ResultSerializer.js';
 import type { TextCipher } from './TextCipher.js';
@@ -29,6 +30,8 @@ export interface ResolvedProcedureOptions {
   scopeSuffix: string | undefined;
   respond: 'result' | 'accepted';
   replay: ReplayStrategy;
+  /** Whether a call must carry a key (the procedure's `keys`, else the app's). */
+  keys: KeyRequirement;
 }
 
 /** Settings of one `createIdempotency` (configured once per app). */

@@ -23,6 +23,9 @@ export interface IdemEventBase {
  * - `replayed`: a stored outcome was replayed; the procedure did not run.
  * - `rejected`: idem refused the request (`reason`: bad key, reused key, in progress, ...).
  * - `store-error`: the key store failed; the request was answered 503 and nothing was stored.
+ * - `unprotected`: a call without a key to a procedure with `keys: 'optional'`; it runs as without
+ *   idem, nothing claimed or stored (`keyHash` is empty, `operationId` is the call's own).
+ *   Emitted before the handler runs.
  */
 export type IdemServerEvent =
   | (IdemEventBase & {
@@ -33,4 +36,5 @@ export type IdemServerEvent =
     })
   | (IdemEventBase & { type: 'replayed'; status: number })
   | (IdemEventBase & { type: 'rejected'; reason: IdemReason })
-  | (IdemEventBase & { type: 'store-error'; error: unknown });
+  | (IdemEventBase & { type: 'store-error'; error: unknown })
+  | (IdemEventBase & { type: 'unprotected' });

@@ -56,6 +56,13 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
   statusLocation?: StatusLocation;
   /** Defaults for every idempotent procedure; each field can be overridden per procedure. */
   defaults?: IdempotencyOptions;
+  /**
+   * Whether a call to an idempotent procedure must carry an `Idempotency-Key`, for every procedure
+   * that does not set its own `keys`. Defaults to `'required'`: a call without a key is refused
+   * with 400 `IDEMPOTENCY_KEY_MISSING`. `'optional'` is for rolling idem out while clients without
+   * idem's link are still in use: see {@link KeyRequirement}.
+   */
+  keys?: KeyRequirement;
   /** Turns outputs into stored text and back. Defaults to {@link jsonSerializer}. */
   serializer?: ResultSerializer;
   /** Receives one event per request decision: hashes and ids only, never bodies. Defaults to none. */
@@ -96,7 +103,25 @@ export interface CreateIdempotencyOptions<TContext extends IdemContext, TTx> {
 export type IdemProcedureOptions = Omit<IdempotencyOptions, 'replay'> & {
   /** What is stored for replay. Defaults to `{ kind: 'full' }`. See {@link ReplayStrategy}. */
   replay?: ReplayStrategy;
+  /**
+   * Whether a call must carry an `Idempotency-Key`. Defaults to the app's `keys` of
+   * `createIdempotency` (itself `'required'` by default). See {@link KeyRequirement}.
+   */
+  keys?: KeyRequirement;
 };
+
+/**
+ * Whether a call to an idempotent procedure must carry an `Idempotency-Key`.
+ *
+ * - `required` (the default): a call without a key is refused with 400 `IDEMPOTENCY_KEY_MISSING`,
+ *   and a batch (`?batch=1`) that holds the procedure with 400 `IDEMPOTENCY_BATCH_REFUSED`.
+ * - `optional`: a call without a key runs as it would without idem: nothing is claimed, stored
+ *   or replayed, a batch may hold it, its response carries `Idempotency-Protected: false`, and it
+ *   is counted (metric `idem.server.unprotected_calls`, event `unprotected`). A call with a key
+ *   is handled exactly as under `required`, and a malformed key is still refused. For rolling idem
+ *   out (docs/operations.md, "Rolling out"); not with `respond: 'accepted'`.
+ */
+export type KeyRequirement = 'required' | 'optional';
 
 /** Options of the queue of long-running work (`queue` of `createIdempotency`). */
 export interface QueueOptions {

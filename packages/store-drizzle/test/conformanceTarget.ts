@@ -1,18 +1,20 @@
-import { createHash, randomUUID } from 'node:crypto';
-import {
-  DEFAULT_REPLAY_WINDOW_MS,
-  DEFAULT_RETENTION_MS,
-  type ClaimInput,
-  type ClaimResult,
-  type IdempotencyRecord,
-  type OutcomeRecord,
-  type RecordState,
-  type RecoveryRecord,
-  type RecoveryStore,
-  type StoredResponse,
-} from '@idem/contract';
+import type { RecordState, RecoveryStore } from '@idem/contract';
+import type { StoreContractTarget } from '@idem/fixtures';
 import { sql, type SQL } from 'drizzle-orm';
 import type { DrizzleIdempotencyStoreOptions } from '../src/index.js';
+
+export {
+  claimedRecord,
+  claimInput,
+  existingRecord,
+  freshKeyHash,
+  outcomeRecord,
+  releaseWindows,
+  Rollback,
+  stored,
+  storedResponse,
+  UNSORTED_UNICODE_BODY,
+} from '@idem/fixtures';
 
 /** What a conformance suite needs from a driver: stores and raw reads on one migrated database. */
 export interface ConformanceTarget<TTx> {
@@ -25,96 +27,6 @@ export interface ConformanceTarget<TTx> {
   ): RecoveryStore<TTx>;
   /** Runs `query` on the database, or on `tx`, and returns its rows. */
   rows<T>(query: SQL, tx?: TTx): Promise<T[]>;
-}
-
-/** A SHA-256 hex key hash no other test uses. */
-export function freshKeyHash(): string {
-  return createHash('sha256').update(randomUUID()).digest('hex');
-}
-
-/** A claim of a fresh key; each test overrides what it is about. */
-export function claimInput(overrides: Partial<ClaimInput> = {}): ClaimInput {
-  return {
-    scope: 'acct_1:live',
-    procedure: 'orders.create',
-    keyHash: freshKeyHash(),
-    fingerprint: 'fingerprint-a',
-    fingerprintVersion: 1,
-    leaseMs: 30_000,
-    owner: 'worker-a',
-    ...overrides,
-  };
-}
-
-/** A fresh key's COMPLETED outcome record (`commitWithRecord`, `insertOutcome`). */
-export function outcomeRecord(overrides: Partial<OutcomeRecord> = {}): OutcomeRecord {
-  return {
-    scope: 'acct_1:commit',
-    procedure: 'orders.create',
-    keyHash: freshKeyHash(),
-    fingerprint: 'fingerprint-a',
-    fingerprintVersion: 1,
-    operationId: randomUUID(),
-    state: 'COMPLETED',
-    response: storedResponse(),
-    lockTimeoutMs: 2_000,
-    ...overrides,
-  };
-}
-
-/** Key order deliberately unsorted, and characters outside ASCII: replays must be byte-exact. */
-export const UNSORTED_UNICODE_BODY =
-  '{"b":1,"a":2,"text":"héllo — ✓ 日本語 🎉","nested":{"z":[3,1],"y":null}}';
-
-export function storedResponse(overrides: Partial<StoredResponse> = {}): StoredResponse {
-  return {
-    status: 200,
-    body: UNSORTED_UNICODE_BODY,
-    replayWindowMs: DEFAULT_REPLAY_WINDOW_MS,
-    retentionMs: DEFAULT_RETENTION_MS,
-    ...overrides,
-  };
-}
-
-/** The windows a release takes: the procedure's retention (the contract's default unless given). */
-export function releaseWindows(
-  retentionMs = DEFAULT_RETENTION_MS,
-): Pick<StoredResponse, 'retentionMs'> {
-  return { retentionMs };
-}
-
-/**
- * The record of a `claimed` result; fails the test on any other kind. Typed as the
- * `RecoveryRecord` the store hands out (the tests check the recovery fields are there).
- */
-export function claimedRecord(result: ClaimResult): RecoveryRecord & { takeover: boolean } {
-  if (result.kind !== 'claimed') throw new Error(`expected claimed, got ${result.kind}`);
-  return { ...(result.record as RecoveryRecord), takeover: result.takeover };
-}
-
-/** The record of an `existing` result; fails the test on any other kind. */
-export function existingRecord(result: ClaimResult): RecoveryRecord {
-  if (result.kind !== 'existing') throw new Error(`expected existing, got ${result.kind}`);
-  return result.record as RecoveryRecord;
-}
-
-/** A record without the fields computed at read time, to compare two reads of one row. */
-export function stored(record: IdempotencyRecord | null) {
-  if (record === null) return null;
-  const {
-    leaseExpired: _expired,
-    leaseRemainingMs: _remaining,
-    replayExpired: _replayExpired,
-    ...rest
-  } = record;
-  return rest;
-}
-
-/** Thrown inside a transaction to roll it back on purpose. */
-export class Rollback extends Error {
-  constructor() {
-    super('rolled back on purpose');
-  }
 }
 
 interface KeyRow {
@@ -154,5 +66,13 @@ export function conformanceHelpers<TTx>(target: () => ConformanceTarget<TTx>) {
         SELECT count(*)::int AS n FROM idem_records WHERE id::text = ANY(${sql.param([...ids])}::text[])`);
       return row!.n;
     },
+  };
+}
+
+/** The store contract's view of a target: its stores, on the database's clock or a shifted one. */
+export function contractTarget<TTx>(target: ConformanceTarget<TTx>): StoreContractTarget<TTx> {
+  return {
+    store: () => target.createStore(),
+    laterStore: (shiftMs) => target.createStore({ dangerouslyShiftClockMs: shiftMs }),
   };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { storeContractCases } from '@idem/fixtures';
 import { sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -7,8 +8,8 @@ import {
   conformanceHelpers,
   outcomeRecord,
   Rollback,
-  storedResponse,
   UNSORTED_UNICODE_BODY,
+  contractTarget,
   type ConformanceTarget,
 } from '../conformanceTarget.js';
 
@@ -18,10 +19,11 @@ const REFUSED_SCOPE = 'acct_refused:commit';
 /**
  * The key taken at commit (`commitWithRecord`, `insertOutcome`): the record is the work's
  * transaction's last statement (sent with COMMIT on postgres.js), and whenever it fails, the
- * work's writes must not commit.
+ * work's writes must not commit: the store contract's commit cases, and the cases whose work
+ * writes a table of its own (or whose record a trigger refuses).
  */
 export function commitCases<TTx>(target: () => ConformanceTarget<TTx>): void {
-  const { store, laterStore, rowsOfKey } = conformanceHelpers(target);
+  const { store, rowsOfKey } = conformanceHelpers(target);
   /** The work's own table: what the handler would write through `ctx.idem.tx`. */
   const work = (tx: TTx, note: string) =>
     target().rows(sql`INSERT INTO conf_commit_work (note) VALUES (${note})`, tx);
@@ -32,6 +34,8 @@ export function commitCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       )
     )[0]!.n;
   const outcome = outcomeRecord;
+
+  storeContractCases(() => contractTarget(target()), { groups: ['commit'] });
 
   describe('the key taken at commit', () => {
     beforeAll(async () => {
@@ -69,23 +73,6 @@ export function commitCases<TTx>(target: () => ConformanceTarget<TTx>): void {
         leaseExpiresAt: null,
         replayExpired: false,
       });
-    });
-
-    it('readAnswer reads what a replay needs, the same as the full read, and null for a free key', async () => {
-      const record = outcome({ response: storedResponse({ replayWindowMs: 1_000 }) });
-      expect(await store().readAnswer(record)).toBeNull();
-      await store().commitWithRecord(async () => ({ value: 0, record }));
-      const full = (await store().read(record))!;
-      expect(await store().readAnswer(record)).toEqual({
-        state: full.state,
-        fingerprint: full.fingerprint,
-        fingerprintVersion: full.fingerprintVersion,
-        operationId: full.operationId,
-        responseStatus: full.responseStatus,
-        responseBody: full.responseBody,
-        replayExpired: false,
-      });
-      expect((await laterStore(2_000).readAnswer(record))!.replayExpired).toBe(true);
     });
 
     it('a key with a live row is taken: the work rolls back, the row stays as it was', async () => {
@@ -147,42 +134,6 @@ export function commitCases<TTx>(target: () => ConformanceTarget<TTx>): void {
         }),
       ).rejects.toBeInstanceOf(Rollback);
       expect(await store().read(record)).toBeNull();
-    });
-
-    it('a closed replay window still takes the key (the claim statements supersede it)', async () => {
-      const record = outcome({ response: storedResponse({ replayWindowMs: 1_000 }) });
-      await store().commitWithRecord(async () => ({ value: 0, record }));
-      const later = laterStore(2_000);
-      expect((await later.read(record))!.replayExpired).toBe(true);
-      const result = await later.commitWithRecord(async () => ({
-        value: 0,
-        record: { ...record, operationId: randomUUID() },
-      }));
-      expect(result).toEqual({ kind: 'taken' });
-    });
-
-    it('insertOutcome writes a fresh key once; a key with a live row is left alone', async () => {
-      const record = outcome({
-        state: 'TERMINAL_FAILURE',
-        response: storedResponse({ status: 422, body: '{"error":1}' }),
-      });
-      expect(await store().insertOutcome(record)).toBe(true);
-      expect(await store().insertOutcome({ ...record, operationId: randomUUID() })).toBe(false);
-      expect(await store().read(record)).toMatchObject({
-        state: 'TERMINAL_FAILURE',
-        responseStatus: 422,
-        operationId: record.operationId,
-      });
-    });
-
-    it('refuses windows and lock timeouts it cannot store, before any statement', async () => {
-      const bad = outcome({ lockTimeoutMs: 0 });
-      await expect(
-        store().commitWithRecord(async () => ({ value: 0, record: bad })),
-      ).rejects.toThrow(/lockTimeoutMs/);
-      await expect(
-        store().insertOutcome(outcome({ response: storedResponse({ replayWindowMs: -1 }) })),
-      ).rejects.toThrow(/replayWindowMs/);
     });
   });
 }

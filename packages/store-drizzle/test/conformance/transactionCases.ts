@@ -6,45 +6,16 @@ import {
   claimedRecord,
   claimInput,
   conformanceHelpers,
-  existingRecord,
   releaseWindows,
-  Rollback,
   storedResponse,
-  UNSORTED_UNICODE_BODY,
   type ConformanceTarget,
 } from '../conformanceTarget.js';
 
 /** Claims inside transactions, and the statements each claim path costs. */
 export function transactionCases<TTx>(target: () => ConformanceTarget<TTx>): void {
-  const { store, laterStore, rowsOfKey } = conformanceHelpers(target);
+  const { store, laterStore } = conformanceHelpers(target);
 
   describe('transactions', () => {
-    it('a rolled-back claim leaves nothing behind', async () => {
-      const input = claimInput();
-      await expect(
-        store().transaction(async (tx) => {
-          claimedRecord(await store().claim(input, tx));
-          expect(await store().read(input, tx)).not.toBeNull();
-          throw new Rollback();
-        }),
-      ).rejects.toBeInstanceOf(Rollback);
-      expect(await store().read(input)).toBeNull();
-      expect(await rowsOfKey(input.keyHash)).toEqual([]);
-      expect(claimedRecord(await store().claim(input)).attempts).toBe(1);
-    });
-
-    it('a claim and its completion in one transaction are visible after commit', async () => {
-      const input = claimInput();
-      const s = store();
-      const id = await s.transaction(async (tx) => {
-        const record = claimedRecord(await s.claim({ ...input, lockTimeoutMs: 2_000 }, tx));
-        expect(await s.complete(record, storedResponse(), tx)).toBe(true);
-        return record.id;
-      });
-      const replay = existingRecord(await s.claim(input));
-      expect(replay).toMatchObject({ id, state: 'COMPLETED', responseBody: UNSORTED_UNICODE_BODY });
-    });
-
     it.each([
       ['a fresh claim', 'fresh'],
       ['an existing record', 'existing'],

@@ -90,32 +90,6 @@ export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
         leaseOwner: 'worker-a',
       });
     });
-
-    it('takes at most `limit` records per call, the longest abandoned first', async () => {
-      const procedure = `payments.${randomUUID()}`;
-      const records = [];
-      for (const leaseMs of [5_000, 4_000, 3_000, 2_000, 1_000]) {
-        records.push(await claimed({ procedure, leaseMs }));
-      }
-      const byExpiry = records.map((r) => r.id).reverse();
-      const completer = laterStore(60_000);
-      const take = async () => {
-        const options = { owner: 'completer', leaseMs: 30_000, limit: 2, procedures: [procedure] };
-        return (await completer.takeOverAbandoned(options)).map((r) => r.id);
-      };
-      expect(await take()).toEqual(byExpiry.slice(0, 2));
-      expect(await take()).toEqual(byExpiry.slice(2, 4));
-      expect(await take()).toEqual(byExpiry.slice(4));
-      expect(await take()).toEqual([]);
-    });
-
-    it('takes nothing for no procedures, and refuses a limit below 1', async () => {
-      const options = { owner: 'completer', leaseMs: 30_000, limit: 10, procedures: [] };
-      expect(await laterStore(60_000).takeOverAbandoned(options)).toEqual([]);
-      await expect(
-        store().takeOverAbandoned({ ...options, limit: 0, procedures: ['p'] }),
-      ).rejects.toBeInstanceOf(RangeError);
-    });
   });
 
   describe('reap', () => {
@@ -157,52 +131,6 @@ export function workerCases<TTx>(target: () => ConformanceTarget<TTx>): void {
       await reapEverything();
       const keptIds = [...kept.map((r) => r.id), successor.id];
       expect(await surviving(keptIds)).toBe(keptIds.length);
-    });
-
-    it('keeps a released record for the retention it was released with: a retry past 72 h resumes from its steps', async () => {
-      const input = claimInput({ input: 'card=tok_1' });
-      const first = claimedRecord(await store().claim(input));
-      const leaseMs = 30_000;
-      const intent = { steps: '{"charge":"intent"}', recoveryPoint: 'charge', leaseMs };
-      await store().saveSteps(first, { ...intent, irreversible: true, callTimeLimitMs: 10_000 });
-      const done = { steps: '{"charge":"ch_1"}', recoveryPoint: 'charge', leaseMs };
-      await store().saveSteps(first, { ...done, callSettled: true });
-      expect(await store().release(first, releaseWindows(RELEASE_RETENTION_MS))).toBe(true);
-
-      // Past the contract's default retention, within the procedure's: the reaper keeps it.
-      const later = laterStore(73 * HOUR);
-      await later.reap({ limit: 10_000 });
-      expect(await surviving([first.id])).toBe(1);
-      // The retry takes the same record over: its recorded call is not made again.
-      const retry = claimedRecord(await later.claim({ ...input, owner: 'worker-b' }));
-      expect(retry).toMatchObject({
-        id: first.id,
-        operationId: first.operationId,
-        takeover: true,
-        version: 2,
-        steps: done.steps,
-        inputText: 'card=tok_1',
-        irreversibleAt: expect.any(Date),
-        purgeAfter: null,
-      });
-    });
-
-    it('deletes at most `limit` rows per call, the oldest cleanup time first', async () => {
-      await reapEverything();
-      const records = [];
-      for (const retentionMs of [5_000, 4_000, 3_000, 2_000, 1_000]) {
-        const record = await claimed();
-        await store().complete(record, storedResponse({ replayWindowMs: 0, retentionMs }));
-        records.push(record.id);
-      }
-      const reaper = laterStore(10_000);
-      expect(await reaper.reap({ limit: 2 })).toBe(2);
-      expect(await surviving(records.slice(3))).toBe(0);
-      expect(await reaper.reap({ limit: 2 })).toBe(2);
-      expect(await surviving(records.slice(0, 1))).toBe(1);
-      expect(await reaper.reap({ limit: 2 })).toBe(1);
-      expect(await reaper.reap({ limit: 2 })).toBe(0);
-      await expect(reaper.reap({ limit: 0 })).rejects.toBeInstanceOf(RangeError);
     });
   });
 

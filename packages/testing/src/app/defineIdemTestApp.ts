@@ -79,6 +79,9 @@ export interface IdemTestApp<TRouter extends AnyTRPCRouter> {
   readonly definition: Readonly<IdemTestAppDefinition<TRouter>>;
 }
 
+/** The router of an app made with {@link defineIdemTestApp}. */
+export type IdemTestAppRouter<TApp> = TApp extends IdemTestApp<infer TRouter> ? TRouter : never;
+
 /**
  * Defines your app for the kit: a factory that builds your router and context on the database
  * and store the kit gives it, and optionally your tables' setup. Nothing starts here.

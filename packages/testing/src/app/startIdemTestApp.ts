@@ -56,6 +56,7 @@ export interface StartIdemTestAppOptions extends IdemTestDatabaseOptions {
 
 /** One server of a run: your router over real HTTP on a loopback port. */
 export interface IdemTestServer<TRouter extends AnyTRPCRouter = AnyTRPCRouter> {
+  /** The server's number in the run, from 0, never reused. */
   readonly index: number;
   /** `http://127.0.0.1:<port>`: the router is mounted at the root (`POST /orders.create`). */
   readonly url: string;
@@ -65,13 +66,15 @@ export interface IdemTestServer<TRouter extends AnyTRPCRouter = AnyTRPCRouter> {
   readonly db: IdemTestDb;
   /** The store your factory got for this server (wrapped, if `wrapStore` was given). */
   readonly store: IdemTestStore;
+  /** The router your factory built for this server. */
+  readonly router: TRouter;
   /** POSTs a mutation to this server and returns the wire answer. */
   request<TPath extends MutationPath<TRouter>>(
     path: TPath,
     input: MutationInput<TRouter, TPath>,
     options?: IdemTestRequestOptions,
   ): Promise<IdemTestAnswer>;
-  /** Stops the server, calls your `close`, ends its connection. */
+  /** Stops the server, calls your `close`, ends its connection, and takes it out of the run. */
   close(): Promise<void>;
 }
 
@@ -81,7 +84,7 @@ export interface IdemTestRun<
 > extends AsyncDisposable {
   readonly app: IdemTestApp<TRouter>;
   readonly database: IdemTestDatabase;
-  /** The servers started with the run, then any {@link addServer} started. */
+  /** The servers up: those started with the run, then any {@link addServer} started; a closed one leaves. */
   readonly servers: readonly IdemTestServer<TRouter>[];
   /** Milliseconds a request may take (see `requestTimeoutMs`). */
   readonly requestTimeoutMs: number;
@@ -121,10 +124,11 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
   const owned = options.database === undefined;
   const database = options.database ?? (await openIdemTestDatabase(options));
   const started: IdemTestServer<TRouter>[] = [];
+  let nextIndex = 0;
   let closed: Promise<void> | null = null;
   const close = () =>
     (closed ??= (async () => {
-      const results = await Promise.allSettled(started.map((server) => server.close()));
+      const results = await Promise.allSettled([...started].map((server) => server.close()));
       if (owned) await database.close();
       const failed = results.find((result) => result.status === 'rejected');
       if (failed) throw failed.reason;
@@ -133,11 +137,18 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
     extra: { clockShiftMs?: number; wrapStore?: StartIdemTestAppOptions['wrapStore'] } = {},
   ) => {
     const server = await startServer(app, database, {
-      index: started.length,
+      index: nextIndex++,
       clockShiftMs: extra.clockShiftMs ?? 0,
       requestTimeoutMs,
       wrapStore: extra.wrapStore ?? options.wrapStore,
     });
+    const stop = server.close;
+    // A closed server leaves the run: the next gate spreads its requests over those still up.
+    server.close = () => {
+      const at = started.indexOf(server);
+      if (at >= 0) started.splice(at, 1);
+      return stop();
+    };
     started.push(server);
     return server;
   };
@@ -228,6 +239,7 @@ async function startServer<TRouter extends AnyTRPCRouter>(
       clockShiftMs,
       db: connection.db,
       store,
+      router: built.router,
       request: (path, input, requestOptions = {}) =>
         postMutation(
           { index, url },

@@ -11,6 +11,7 @@ export type {
   IdemTestAppFactory,
   IdemTestAppInstance,
   IdemTestAppParts,
+  IdemTestAppRouter,
   IdemTestContext,
   IdemTestContextOptions,
 } from './app/defineIdemTestApp.js';
@@ -33,3 +34,23 @@ export type {
 export { IdemTestTimeoutError } from './app/IdemTestAnswer.js';
 export type { IdemTestAnswer, IdemTestRequestOptions } from './app/IdemTestAnswer.js';
 export type { MutationInput, MutationPath } from './app/mutationPaths.js';
+export { concurrencyGate } from './gates/concurrencyGate.js';
+export type { ConcurrencyGateOptions } from './gates/concurrencyGate.js';
+export { mismatchGate } from './gates/mismatchGate.js';
+export type { MismatchGateOptions } from './gates/mismatchGate.js';
+export { scopeGate } from './gates/scopeGate.js';
+export type { ScopeGateOptions } from './gates/scopeGate.js';
+export { replayGate } from './gates/replayGate.js';
+export type { ReplayGateOptions } from './gates/replayGate.js';
+export { failureGate } from './gates/failureGate.js';
+export type { FailureGateOptions, IdemGateFailure } from './gates/failureGate.js';
+export { clockGate } from './gates/clockGate.js';
+export type { ClockGateOptions } from './gates/clockGate.js';
+export type {
+  IdemGateInput,
+  IdemGateInputContext,
+  IdemGateOptions,
+  IdemGateReport,
+} from './gates/GateRun.js';
+export { IdemGateError, isIdemGateError } from './gates/IdemGateError.js';
+export type { IdemGateFinding, IdemGateName } from './gates/IdemGateError.js';

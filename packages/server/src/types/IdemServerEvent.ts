@@ -4,8 +4,9 @@ import type { IdemReason } from '@idem/contract';
 export interface IdemEventBase {
   procedure: string;
   scope: string;
+  /** The key's hash; empty for an `unprotected` call (it had no key). */
   keyHash: string;
-  /** The record's operation id, when a record exists. */
+  /** The record's operation id, when a record exists; an `unprotected` call's own id. */
   operationId: string | null;
   /** The client's per-attempt request id, if sent. */
   requestId: string | null;

@@ -256,6 +256,16 @@ function consumerPackage(): object {
   };
 }
 
+/**
+ * The environment that makes npm and pnpm read `path` as the user's npmrc. Both spellings: when
+ * the suite runs under npm (`npx vitest`), npm has set `npm_config_userconfig` to the machine's,
+ * and that one would win.
+ */
+const userconfig = (path: string): NodeJS.ProcessEnv => ({
+  NPM_CONFIG_USERCONFIG: path,
+  npm_config_userconfig: path,
+});
+
 let registry: Registry | undefined;
 let build: Ran | undefined;
 let packs: AsyncDisposable & { path: string };
@@ -285,9 +295,12 @@ describe.skipIf(!available)('idem from a registry, installed as a new user does'
       if (!tgz)
         throw new Error(`pnpm pack wrote no tarball for ${manifest.name}:\n${packed.stdout}`);
       tarballs.set(manifest.name, join(packs.path, tgz));
-      mustRun('pnpm', ['publish', '--registry', registry.url, '--no-git-checks'], dir, {
-        NPM_CONFIG_USERCONFIG: registry.userconfig,
-      });
+      mustRun(
+        'pnpm',
+        ['publish', '--registry', registry.url, '--no-git-checks'],
+        dir,
+        userconfig(registry.userconfig),
+      );
     }
   }, 540_000);
 
@@ -376,7 +389,7 @@ describe.skipIf(!available)('idem from a registry, installed as a new user does'
         copyFileSync(join(FIXTURES, config), join(dir, config));
       }
       // The user's own config, not the workspace's: a fresh project outside it.
-      const env = { NPM_CONFIG_USERCONFIG: join(dir, '.npmrc') };
+      const env = userconfig(join(dir, '.npmrc'));
       // An install reaches the npm registry through Verdaccio's uplink: one that the network
       // failed is tried once more, from scratch, before it counts as a failure.
       const install = (...args: Parameters<typeof mustRun>) => {

@@ -312,6 +312,7 @@ describe.skipIf(!available)('idem from a registry, installed as a new user does'
       '@idem/react',
       '@idem/server',
       '@idem/store-drizzle',
+      '@idem/testing',
     ]);
     const versions = new Map(
       publicPackages.map(({ manifest }) => [manifest.name, manifest.version]),

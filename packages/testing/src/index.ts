@@ -47,6 +47,7 @@ export type { FailureGateOptions, IdemGateFailure } from './gates/failureGate.js
 export { clockGate } from './gates/clockGate.js';
 export type { ClockGateOptions } from './gates/clockGate.js';
 export type {
+  IdemGateEffectTools,
   IdemGateInput,
   IdemGateInputContext,
   IdemGateOptions,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RecoveryStore } from '@idem/contract';
-import type { ExtractTablesWithRelations } from 'drizzle-orm';
+import type { ExtractTablesWithRelations, SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 
 /** The database the kit hands your app: Drizzle's Postgres core, whichever driver is under it. */
@@ -72,7 +72,7 @@ export interface IdemTestDatabase extends AsyncDisposable {
    */
   connect(options?: { clockShiftMs?: number }): Promise<IdemTestConnection>;
   /** Counts the rows of a query: `count(sql\`select 1 from orders\`)`. */
-  count(query: import('drizzle-orm').SQL): Promise<number>;
+  count(query: SQL): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -6,6 +6,7 @@ import {
   type IdemMeta,
 } from '@idem/contract';
 import type { AnyTRPCRouter } from '@trpc/server';
+import type { SQL } from 'drizzle-orm';
 import type { IdemTestAnswer, IdemTestRequestOptions } from '../app/IdemTestAnswer.js';
 import type { IdemTestDb } from '../app/IdemTestDatabase.js';
 import type { MutationInput, MutationPath } from '../app/mutationPaths.js';
@@ -32,6 +33,12 @@ export type IdemGateInput<TRouter extends AnyTRPCRouter, TPath extends MutationP
   context: IdemGateInputContext,
 ) => MutationInput<TRouter, TPath> | Promise<MutationInput<TRouter, TPath>>;
 
+/** What an effect counter gets besides the database. */
+export interface IdemGateEffectTools {
+  /** Counts the rows of a query (`select 1 from orders where ...`) on either driver. */
+  count(query: SQL): Promise<number>;
+}
+
 /** The options every gate takes. */
 export interface IdemGateOptions<
   TRouter extends AnyTRPCRouter,
@@ -45,9 +52,10 @@ export interface IdemGateOptions<
   caller: string;
   /**
    * The side effect to watch, as a number that grows by one per execution: rows in your table,
-   * calls your fake downstream received. Read after every answer has arrived.
+   * calls your fake downstream received. Read after every answer has arrived. `count` counts
+   * the rows of a query on either driver: `(db, { count }) => count(sql\`select 1 from orders\`)`.
    */
-  effect(db: IdemTestDb): Promise<number>;
+  effect(db: IdemTestDb, tools: IdemGateEffectTools): Promise<number>;
 }
 
 /** What a gate that passed saw. */
@@ -114,7 +122,10 @@ export class GateRun<TRouter extends AnyTRPCRouter> {
 
   /** Reads the effect; the first read is the baseline of {@link moved}. */
   async effect(): Promise<number> {
-    const value = await this.options.effect(this.run.database.db);
+    const { database } = this.run;
+    const value = await this.options.effect(database.db, {
+      count: (query) => database.count(query),
+    });
     if (!Number.isFinite(value)) {
       throw new TypeError(
         `@idem/testing: effect must return a number (a count of the side effect), got ${String(value)}`,

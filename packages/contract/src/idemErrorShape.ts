@@ -19,3 +19,12 @@ export interface IdemErrorShapeData {
 export interface IdemErrorShapeMarker {
   data: IdemErrorShapeData;
 }
+
+/**
+ * Matches the member of a mutation's error shape that `retrySafe()` adds in the router type: how
+ * the client knows a mutation is safe to retry by nature. A mark for the compiler only: no error
+ * on the wire carries it.
+ */
+export interface RetrySafeErrorShapeMarker {
+  data: { idemRetrySafe: true };
+}

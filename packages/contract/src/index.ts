@@ -44,7 +44,11 @@ export type {
   RecordedAtCommit,
   StoredResponse,
 } from './IdempotencyStore.js';
-export type { IdemErrorShapeData, IdemErrorShapeMarker } from './idemErrorShape.js';
+export type {
+  IdemErrorShapeData,
+  IdemErrorShapeMarker,
+  RetrySafeErrorShapeMarker,
+} from './idemErrorShape.js';
 export { RECONCILIATION_REASONS } from './RecoveryStore.js';
 export type {
   AuditEntry,

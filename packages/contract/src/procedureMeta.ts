@@ -85,6 +85,16 @@ export const retryUnsafeSchema = z.object({
 export type RetryUnsafe = z.infer<typeof retryUnsafeSchema>;
 
 /**
+ * Marks a mutation safe to retry by nature, with no key: running it twice leaves the same state
+ * as running it once (a delete by id, setting a field to a given value). Never an insert.
+ */
+export const retrySafeSchema = z.object({
+  /** Why a second run changes nothing; shown by the router audit. */
+  reason: z.string().min(1),
+});
+export type RetrySafe = z.infer<typeof retrySafeSchema>;
+
+/**
  * The procedure meta idem reads. Add it to your root meta type:
  * `initTRPC.meta<IdemMeta>()`, or intersect it with your own.
  */
@@ -93,4 +103,6 @@ export interface IdemMeta {
   idempotency?: IdempotencyOptions;
   /** Declares a mutation deliberately retry-unsafe, so the router audit accepts it. */
   retryUnsafe?: RetryUnsafe;
+  /** Declares a mutation safe to retry by nature (no key), so the router audit accepts it. */
+  retrySafe?: RetrySafe;
 }

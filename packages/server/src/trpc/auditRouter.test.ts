@@ -2,9 +2,15 @@ import { initTRPC, lazy } from '@trpc/server';
 import { z } from 'zod';
 import type { IdemMeta, RecoveryStore } from '@idem/contract';
 import { describe, expect, it } from 'vitest';
-import { assertRouterDecided, auditRouter } from './auditRouter.js';
+import {
+  assertRouterDecided,
+  auditRouter,
+  describeAuditFindings,
+  findMisplacedIdempotency,
+} from './auditRouter.js';
 import { createIdempotency } from '../createIdempotency.js';
 import type { IdemContext } from '../types/IdemRequest.js';
+import { retrySafe } from './retrySafe.js';
 import { retryUnsafe } from './retryUnsafe.js';
 
 type Ctx = IdemContext & { account: string };
@@ -22,6 +28,7 @@ const router = t.router({
     create: t.procedure.concat(idem.procedure()).mutation(() => 1),
     cancel: t.procedure.concat(retryUnsafe('cancels downstream on every call')).mutation(() => 1),
     rename: t.procedure.mutation(() => 1),
+    archive: t.procedure.concat(retrySafe('sets archived = true')).mutation(() => 1),
     list: t.procedure.query(() => []),
   }),
   mail: t.router({
@@ -34,7 +41,12 @@ describe('auditRouter', () => {
     expect(await auditRouter(router)).toEqual({
       mutations: [
         { path: 'mail.send', decision: 'idempotent' },
-        { path: 'orders.cancel', decision: 'retry-unsafe' },
+        { path: 'orders.archive', decision: 'retry-safe', reason: 'sets archived = true' },
+        {
+          path: 'orders.cancel',
+          decision: 'retry-unsafe',
+          reason: 'cancels downstream on every call',
+        },
         { path: 'orders.create', decision: 'idempotent' },
         { path: 'orders.rename', decision: 'undecided' },
       ],
@@ -105,8 +117,55 @@ describe('auditRouter', () => {
     await expect(assertRouterDecided(app)).rejects.toThrow(/read: idem\.procedure\(\) on a query/);
   });
 
+  it('accepts a retry-safe mutation as decided', async () => {
+    const app = t.router({
+      remove: t.procedure
+        .input(z.object({ id: z.string() }))
+        .concat(retrySafe('deletes by id'))
+        .mutation(() => 1),
+    });
+    await expect(assertRouterDecided(app)).resolves.toBeUndefined();
+    expect(describeAuditFindings(await auditRouter(app))).toEqual([]);
+  });
+
+  it('refuses retrySafe() beside idem.procedure() or retryUnsafe(), and on a query, naming the fix', async () => {
+    const app = t.router({
+      // Compiles in this order (see retrySafe.test-d.ts); the audit catches it.
+      keyed: t.procedure
+        .concat(retrySafe('sets the flag'))
+        .concat(idem.procedure())
+        .mutation(() => 1),
+      // Does not compile; built anyway, as JavaScript would.
+      both: t.procedure
+        .concat(retryUnsafe('charges on every call'))
+        .concat(retrySafe('sets the flag') as never)
+        .mutation(() => 1),
+      read: t.procedure.concat(retrySafe('reads')).query(() => 1),
+    });
+    const audit = await auditRouter(app);
+    expect(audit.undecided).toEqual([]);
+    expect(audit.misplaced.map((m) => m.path)).toEqual(['both', 'keyed', 'read']);
+    const findings = describeAuditFindings(audit);
+    expect(findings).toEqual([
+      expect.stringMatching(
+        /^both: retrySafe\(\) and retryUnsafe\(\) together .* keep the one that is true$/,
+      ),
+      expect.stringMatching(
+        /^keyed: retrySafe\(\) and idem\.procedure\(\) together: .*drop retrySafe\(\) if a second run could change anything, else drop idem\.procedure\(\)$/,
+      ),
+      expect.stringMatching(/^read: retrySafe\(\) on a query: .*drop retrySafe\(\)$/),
+    ]);
+    await expect(assertRouterDecided(app)).rejects.toThrow(/keyed: retrySafe\(\) and idem/);
+    // The same check refuses it at start-up, without lazy() routers: the completer runs it.
+    expect(findMisplacedIdempotency(app).map((m) => m.path)).toEqual(['both', 'keyed', 'read']);
+    expect(() => idem.completer({ router: app, createContext: () => ({ account: 'a' }) })).toThrow(
+      /keyed: retrySafe\(\) and idem\.procedure\(\) together/,
+    );
+  });
+
   it('refuses retryUnsafe without a reason and createIdempotency without a scope', () => {
     expect(() => retryUnsafe(' ')).toThrow(TypeError);
+    expect(() => retrySafe('')).toThrow(/retrySafe: give the reason/);
     expect(() =>
       createIdempotency({ keySecret: 'k'.repeat(32), store, scope: undefined as never }),
     ).toThrow(/scope/);

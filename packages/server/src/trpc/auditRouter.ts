@@ -2,10 +2,16 @@ import type { AnyTRPCRouter } from '@trpc/server';
 import { isIdemMiddleware, isInputParser, isOutputParser } from './idemMiddlewareMark.js';
 import { pendingLazyRouters, routerProcedures, type TRPCProcedureDef } from './trpcInternals.js';
 
-/** One mutation the audit found, and how it is declared. */
+/**
+ * One mutation the audit found, and how it is declared: `idempotent` (`idem.procedure()`: takes a
+ * key), `retry-safe` (`retrySafe()`: safe to retry by nature, no key), `retry-unsafe`
+ * (`retryUnsafe()`: never retried once sent) or `undecided`.
+ */
 export interface AuditedMutation {
   path: string;
-  decision: 'idempotent' | 'retry-unsafe' | 'undecided';
+  decision: 'idempotent' | 'retry-safe' | 'retry-unsafe' | 'undecided';
+  /** The reason given to `retrySafe()` or `retryUnsafe()`. */
+  reason?: string;
 }
 
 /** A procedure where idem sits in a place it cannot work, and the fix. */
@@ -18,12 +24,14 @@ export interface MisplacedIdempotency {
 export interface RouterAudit {
   /** Every mutation of the router, `lazy()` routers included, sorted by path. */
   mutations: AuditedMutation[];
-  /** Paths of mutations that neither declare idempotency nor are marked retry-unsafe. */
+  /** Paths of mutations that neither declare idempotency nor are marked retry-safe or -unsafe. */
   undecided: string[];
   /**
    * Procedures where `idem.procedure()` cannot work: on a query or a subscription, with an
    * `.input()` after it (such a procedure answers 500 on every call), or with an `.output()`
-   * before it (its replays can answer 500). Fix them before shipping.
+   * before it (its replays can answer 500). Also `retrySafe()` where it means nothing or
+   * contradicts another decision: on a query or a subscription, or together with
+   * `idem.procedure()` or `retryUnsafe()`. Fix them before shipping.
    */
   misplaced: MisplacedIdempotency[];
 }
@@ -42,7 +50,25 @@ async function loadLazyRouters(router: AnyTRPCRouter): Promise<void> {
   }
 }
 
+/** `retrySafe()` where it means nothing, or beside another decision. */
+function retrySafeMisuse(def: ProcedureDef): string | null {
+  const meta = def.meta;
+  if (!meta?.retrySafe) return null;
+  if (def.type !== 'mutation') {
+    return `retrySafe() on a ${def.type}: only mutations take a retry decision (the client link retries queries anyway); drop retrySafe()`;
+  }
+  if (meta.idempotency) {
+    return 'retrySafe() and idem.procedure() together: a mutation either is safe to retry by nature or takes a key; drop retrySafe() if a second run could change anything, else drop idem.procedure()';
+  }
+  if (meta.retryUnsafe) {
+    return 'retrySafe() and retryUnsafe() together contradict each other; keep the one that is true';
+  }
+  return null;
+}
+
 function misplacement(def: ProcedureDef): string | null {
+  const misuse = retrySafeMisuse(def);
+  if (misuse) return misuse;
   const middlewares = def.middlewares ?? [];
   const idemAt = middlewares.findIndex(isIdemMiddleware);
   if (idemAt === -1) return null;
@@ -63,8 +89,9 @@ function misplacement(def: ProcedureDef): string | null {
 }
 
 /**
- * The procedures of a router's loaded part where idem is misplaced, without loading `lazy()`
- * routers: synchronous, for start-up checks (the completer runs it when it is created).
+ * The procedures of a router's loaded part where idem (or `retrySafe()`) is misplaced, without
+ * loading `lazy()` routers: synchronous, for start-up checks (the completer runs it when it is
+ * created).
  */
 export function findMisplacedIdempotency(router: AnyTRPCRouter): MisplacedIdempotency[] {
   return routerProcedures(router)
@@ -77,7 +104,8 @@ export function findMisplacedIdempotency(router: AnyTRPCRouter): MisplacedIdempo
 
 /**
  * Lists every mutation of a router (loading its `lazy()` routers) and whether it is idempotent,
- * deliberately retry-unsafe, or undecided, and every procedure where idem is misplaced. Fail CI
+ * safe to retry by nature, deliberately retry-unsafe, or undecided, and every procedure where
+ * idem or `retrySafe()` is misplaced. Fail CI
  * on `undecided` and `misplaced`, so no new endpoint ships without a decision; `idem-admin audit`
  * does that from the command line.
  */
@@ -86,14 +114,15 @@ export async function auditRouter(router: AnyTRPCRouter): Promise<RouterAudit> {
   const entries = routerProcedures(router).sort(([a], [b]) => a.localeCompare(b));
   const mutations: AuditedMutation[] = entries
     .filter(([, def]) => def.type === 'mutation')
-    .map(([path, def]) => {
+    .map(([path, def]): AuditedMutation => {
       const meta = def.meta;
-      const decision = meta?.idempotency
-        ? 'idempotent'
-        : meta?.retryUnsafe
-          ? 'retry-unsafe'
-          : 'undecided';
-      return { path, decision } as const;
+      // A mutation with two decisions is reported under `misplaced`; here it shows the first.
+      if (meta?.idempotency) return { path, decision: 'idempotent' };
+      if (meta?.retrySafe) return { path, decision: 'retry-safe', reason: meta.retrySafe.reason };
+      if (meta?.retryUnsafe) {
+        return { path, decision: 'retry-unsafe', reason: meta.retryUnsafe.reason };
+      }
+      return { path, decision: 'undecided' };
     });
   const misplaced = findMisplacedIdempotency(router);
   return {
@@ -107,14 +136,15 @@ export async function auditRouter(router: AnyTRPCRouter): Promise<RouterAudit> {
 export function describeAuditFindings(audit: RouterAudit): string[] {
   return [
     ...audit.undecided.map(
-      (path) => `${path}: neither declares idempotency nor is marked retryUnsafe()`,
+      (path) => `${path}: neither declares idempotency nor is marked retrySafe() or retryUnsafe()`,
     ),
     ...audit.misplaced.map(({ path, problem }) => `${path}: ${problem}`),
   ];
 }
 
 /**
- * Rejects, listing them, when a router has undecided mutations or misplaced idem procedures.
+ * Rejects, listing them, when a router has undecided mutations or misplaced idem procedures
+ * (`retrySafe()` beside `idem.procedure()` or `retryUnsafe()` included).
  * For a test: `it('every mutation is decided', () => assertRouterDecided(appRouter))`.
  */
 export async function assertRouterDecided(router: AnyTRPCRouter): Promise<void> {

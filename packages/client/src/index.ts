@@ -12,6 +12,11 @@ export type {
   IdempotentProcedures,
   NotIdempotentPath,
 } from './keys/IdempotentProcedures.js';
+export type {
+  NotRetrySafePath,
+  RetrySafePath,
+  RetrySafeProcedures,
+} from './keys/RetrySafeProcedures.js';
 export { intentKeys, memoryStorage } from './keys/intentKeys.js';
 export type { IntentKeys, IntentKeysOptions, IntentKeyStorage } from './keys/intentKeys.js';
 

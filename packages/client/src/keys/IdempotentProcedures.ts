@@ -1,42 +1,95 @@
-import type { IdemErrorShapeMarker } from '@idem/contract';
+import type { IdemErrorShapeMarker, RetrySafeErrorShapeMarker } from '@idem/contract';
 import type { AnyTRPCProcedure, AnyTRPCRouter, inferProcedureInput } from '@trpc/server';
 
 /** Whether `T` is `any`: the only type that `1 & T` leaves open to `0`. */
 type IsAny<T> = 0 extends 1 & T ? true : false;
 
 /**
- * The members of an error shape that carry idem's `data.idem` for real. `Extract` alone is not
- * enough: a root `errorFormatter` whose shape or `data` is `any` matches every marker, and would
- * make every mutation of the router look idempotent (then retried with no idem middleware on the
- * server: a duplicate effect). Any `any` on the way to `data.idem` counts as no marker.
+ * The members of an error shape that carry the mark `$Field` in `data` for real (idem's
+ * `data.idem`, `retrySafe()`'s `data.idemRetrySafe`). `Extract` alone is not enough: a root
+ * `errorFormatter` whose shape or `data` is `any` matches every marker, and would make every
+ * mutation of the router look idempotent or retry-safe (then retried with nothing on the server
+ * to make that safe: a duplicate effect). Any `any` on the way to the mark counts as no mark.
  */
-type IdemShapeIn<$Shape> = $Shape extends unknown
+export type MarkedShapeIn<$Shape, $Field extends string, $Marker> = $Shape extends unknown
   ? IsAny<$Shape> extends true
     ? never
     : $Shape extends { data: infer $Data }
       ? IsAny<$Data> extends true
         ? never
-        : $Data extends { idem: infer $Idem }
-          ? IsAny<$Idem> extends true
+        : $Data extends { [TKey in $Field]: infer $Mark }
+          ? IsAny<$Mark> extends true
             ? never
-            : Extract<$Shape, IdemErrorShapeMarker>
+            : Extract<$Shape, $Marker>
           : never
       : never
   : never;
 
+/** The members of an error shape that carry idem's `data.idem` for real (see `MarkedShapeIn`). */
+type IdemShapeIn<$Shape> = MarkedShapeIn<$Shape, 'idem', IdemErrorShapeMarker>;
+
 /**
- * Whether a procedure is an idempotent mutation: a mutation whose error shape (a union of the
- * router's shape and one per `.errors()` formatter) has a member with `data.idem`, which
- * `@idem/server`'s procedure builder adds. One member is enough; a member that is `any`, or whose
- * `data` is `any`, is not one (see `IdemShapeIn`).
+ * Whether a procedure's error shape carries `retrySafe()`'s mark (a member with
+ * `data.idemRetrySafe`, for the compiler only; see `MarkedShapeIn` for `any`).
  */
-export type IsIdempotentMutation<TProcedure> = TProcedure extends {
-  _def: { type: 'mutation'; $types: { errorShape: infer $Shape } };
+export type HasRetrySafeMark<TProcedure> = TProcedure extends {
+  _def: { $types: { errorShape: infer $Shape } };
+}
+  ? [MarkedShapeIn<$Shape, 'idemRetrySafe', RetrySafeErrorShapeMarker>] extends [never]
+    ? false
+    : true
+  : false;
+
+/** Whether a procedure's error shape carries idem's `data.idem` (see `IdemShapeIn`). */
+export type HasIdemMark<TProcedure> = TProcedure extends {
+  _def: { $types: { errorShape: infer $Shape } };
 }
   ? [IdemShapeIn<$Shape>] extends [never]
     ? false
     : true
   : false;
+
+/**
+ * Whether a procedure is an idempotent mutation: a mutation whose error shape (a union of the
+ * router's shape and one per `.errors()` formatter) has a member with `data.idem`, which
+ * `@idem/server`'s procedure builder adds. One member is enough; a member that is `any`, or whose
+ * `data` is `any`, is not one (see `IdemShapeIn`). A mutation also marked `retrySafe()` is not
+ * one either: it is refused (see {@link ConflictingMarkPath}).
+ */
+export type IsIdempotentMutation<TProcedure> = TProcedure extends { _def: { type: 'mutation' } }
+  ? HasIdemMark<TProcedure> extends true
+    ? HasRetrySafeMark<TProcedure> extends true
+      ? false
+      : true
+    : false
+  : false;
+
+/** Whether a procedure is a mutation marked both `idem.procedure()` and `retrySafe()`. */
+type IsConflictingMutation<TProcedure> = TProcedure extends { _def: { type: 'mutation' } }
+  ? HasIdemMark<TProcedure> extends true
+    ? HasRetrySafeMark<TProcedure>
+    : false
+  : false;
+
+type ConflictingIn<TRecord, TPrefix extends string> = {
+  [TKey in keyof TRecord & string]: TRecord[TKey] extends AnyTRPCProcedure
+    ? IsConflictingMutation<TRecord[TKey]> extends true
+      ? `${TPrefix}${TKey}`
+      : never
+    : TRecord[TKey] extends object
+      ? ConflictingIn<TRecord[TKey], `${TPrefix}${TKey}.`>
+      : never;
+}[keyof TRecord & string];
+
+/**
+ * Paths of mutations marked both `idem.procedure()` and `retrySafe()`: a mutation either takes a
+ * key or is safe to retry by nature. {@link IdempotentProcedures} makes the client fail to
+ * compile until the server drops one (the router audit refuses them too).
+ */
+export type ConflictingMarkPath<TRouter extends AnyTRPCRouter> = ConflictingIn<
+  TRouter['_def']['record'],
+  ''
+>;
 
 type PathsIn<TRecord, TPrefix extends string> = {
   [TKey in keyof TRecord & string]: TRecord[TKey] extends AnyTRPCProcedure
@@ -83,9 +136,11 @@ type NotIdempotentIn<TRecord, TPrefix extends string> = {
   [TKey in keyof TRecord & string]: TRecord[TKey] extends AnyTRPCProcedure
     ? IsIdempotentMutation<TRecord[TKey]> extends true
       ? never
-      : [MisplacedIdemType<TRecord[TKey]>] extends [never]
-        ? `${TPrefix}${TKey}`
-        : never
+      : IsConflictingMutation<TRecord[TKey]> extends true
+        ? never
+        : [MisplacedIdemType<TRecord[TKey]>] extends [never]
+          ? `${TPrefix}${TKey}`
+          : never
     : TRecord[TKey] extends object
       ? NotIdempotentIn<TRecord[TKey], `${TPrefix}${TKey}.`>
       : never;
@@ -93,7 +148,7 @@ type NotIdempotentIn<TRecord, TPrefix extends string> = {
 
 /**
  * Paths of the router's procedures that are not idempotent mutations: queries, subscriptions and
- * mutations without `idem.procedure()` (a `retryUnsafe` one included). {@link IdempotentProcedures}
+ * mutations without `idem.procedure()` (a `retrySafe` or `retryUnsafe` one included). {@link IdempotentProcedures}
  * gives each an optional entry that no value satisfies, so naming one in the list does not compile
  * however the list is written: inline, held in a `const`, or spread from another object. (An
  * object literal's excess-property check covers only the first.)
@@ -169,12 +224,16 @@ export interface IdempotentProcedureOptions<TInput> {
  * - another procedure of the router (a plain or `retryUnsafe` mutation, a query): its entry's
  *   type reads "orders.cancel is a mutation without idem.procedure(): ...", and no value is
  *   assignable to it. The link would otherwise key and retry it, and the server, with no idem
- *   middleware on it, would run it again;
+ *   middleware on it, would run it again. A `retrySafe` mutation's reads "... list it under
+ *   retrySafe, not idempotent";
  * - a path that is nowhere in the router: "Object literal may only specify known properties"
  *   (inline lists only; such an entry never matches a call, so it changes nothing at run time);
  * - a key function whose input type is wrong: not assignable;
  * - `idem.procedure()` on a query or subscription of the router: "Property 'orders.list' is
- *   missing", whose required type reads "idem.procedure() is for mutations only: ...".
+ *   missing", whose required type reads "idem.procedure() is for mutations only: ...";
+ * - a mutation with both `idem.procedure()` and `retrySafe()`: "Property 'orders.archive' is
+ *   missing", whose required type reads "orders.archive has both idem.procedure() and
+ *   retrySafe(): ...".
  */
 export type IdempotentProcedures<TRouter extends AnyTRPCRouter> = Spelled<
   {
@@ -186,6 +245,11 @@ export type IdempotentProcedures<TRouter extends AnyTRPCRouter> = Spelled<
     [
       TPath in MisplacedIdemPath<TRouter>
     ]: `idem.procedure() is for mutations only: make ${TPath} a mutation or drop idem.procedure() from it`;
+  } & {
+    // A mutation with both idem.procedure() and retrySafe(): the same, until the server drops one.
+    [
+      TPath in ConflictingMarkPath<TRouter>
+    ]: `${TPath} has both idem.procedure() and retrySafe(): drop retrySafe() if a second run could change anything, else drop idem.procedure()`;
   }
 > &
   // Every other procedure: an optional entry that no value satisfies (but `undefined`, which the
@@ -194,16 +258,24 @@ export type IdempotentProcedures<TRouter extends AnyTRPCRouter> = Spelled<
   Spelled<{
     [TPath in NotIdempotentPath<TRouter>]?: NotIdempotentEntry<
       TPath,
-      ProcedureTypeAt<TRouter, TPath>
+      ProcedureTypeAt<TRouter, TPath>,
+      HasRetrySafeMark<ProcedureAtPath<TRouter, TPath>>
     >;
   }>;
 
 /** What a list entry for a procedure that is not an idempotent mutation is told. */
-type NotIdempotentEntry<TPath extends string, TType extends string> = TType extends 'mutation'
-  ? `${TPath} is a mutation without idem.procedure(): the server would run every retry again; remove it from this list`
+type NotIdempotentEntry<
+  TPath extends string,
+  TType extends string,
+  TRetrySafe extends boolean,
+> = TType extends 'mutation'
+  ? TRetrySafe extends true
+    ? `${TPath} is retry-safe (retrySafe()) and takes no key: list it under retrySafe, not idempotent`
+    : `${TPath} is a mutation without idem.procedure(): the server would run every retry again; remove it from this list`
   : `${TPath} is a ${TType}, not an idempotent mutation; remove it from this list`;
 
-type ProcedureTypeAt<TRouter extends AnyTRPCRouter, TPath extends string> =
+/** The type of the procedure at `TPath` (`'mutation'`, `'query'`, `'subscription'`). */
+export type ProcedureTypeAt<TRouter extends AnyTRPCRouter, TPath extends string> =
   ProcedureAtPath<TRouter, TPath> extends { _def: { type: infer $Type extends string } }
     ? $Type
     : 'procedure';
@@ -212,4 +284,6 @@ type ProcedureTypeAt<TRouter extends AnyTRPCRouter, TPath extends string> =
  * The same object type, spelled out: compiler messages then show the expected entries
  * (`{ "orders.create": true | ...; "payments.charge": ... }`) rather than the router's type.
  */
-type Spelled<T> = T extends infer $Object ? { [TKey in keyof $Object]: $Object[TKey] } : never;
+export type Spelled<T> = T extends infer $Object
+  ? { [TKey in keyof $Object]: $Object[TKey] }
+  : never;

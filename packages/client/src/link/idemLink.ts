@@ -14,6 +14,7 @@ import { CallStop } from '../retry/CallStop.js';
 import { firstEnvelope, type Envelope } from './firstEnvelope.js';
 import type { IdemGiveUpEvent, IdemLogger, IdemRetryEvent } from '../telemetry/IdemEvent.js';
 import type { IdempotencyKeyFunction, IdempotentProcedures } from '../keys/IdempotentProcedures.js';
+import type { RetrySafeOption, RetrySafeProcedures } from '../keys/RetrySafeProcedures.js';
 import { randomKey } from '../keys/intentKeys.js';
 import { resolveIdempotencyKey } from '../keys/resolveIdempotencyKey.js';
 import { RetryBudget } from '../retry/RetryBudget.js';
@@ -40,7 +41,10 @@ export const IDEM_LINK_DEFAULTS = {
   retryQueries: true,
 } as const;
 
-/** Options of {@link idemLink}. Every option but `http` and `idempotent` has a default. */
+/**
+ * Options of {@link idemLink}. Every option but `http` and `idempotent` (and `retrySafe`, when the
+ * router has retry-safe mutations) has a default.
+ */
 export interface IdemLinkOptions<TRouter extends AnyTRPCRouter> {
   /**
    * How idem sends idempotent mutations: tRPC's `httpLink` options (`url`, `transformer`,
@@ -57,6 +61,17 @@ export interface IdemLinkOptions<TRouter extends AnyTRPCRouter> {
    * that is neither (`false`, `null`) is refused when the link is made, and `undefined` is absent.
    */
   idempotent: IdempotentProcedures<TRouter>;
+  /**
+   * Every mutation the server marks `retrySafe()` (safe to retry by nature: a delete by id, a set
+   * to a given value), checked against the router by the compiler (see
+   * {@link RetrySafeProcedures}): `true` for each. idem retries them without a key, on the same
+   * failures and with the same policy as idempotent mutations (backoff, budget, deadline), and
+   * sends them down your link chain like any call without a key. Required when the router has
+   * such mutations, so the list cannot forget one; defaults to none otherwise. Any other
+   * procedure does not compile here (an idempotent one belongs in `idempotent`); an entry that is
+   * not `true` is refused when the link is made, and `undefined` is absent.
+   */
+  retrySafe?: RetrySafeProcedures<TRouter>;
   /**
    * Most attempts per call, counting the first. Defaults to 3 attempts (AWS SDK standard mode).
    * 1 turns retries off (a single batch job that reruns as a whole).
@@ -110,14 +125,15 @@ export interface IdemLinkOptions<TRouter extends AnyTRPCRouter> {
  *
  * Put it before your terminating link (`httpBatchLink` or `httpLink`). Idempotent mutations are
  * sent by idem itself, unbatched, with their key and per-attempt headers; queries and other
- * mutations go down your chain and are retried there when that is safe: queries on the retry list,
- * other mutations only when no connection was made.
+ * mutations go down your chain and are retried there when that is safe: queries and retry-safe
+ * mutations on the retry list, other mutations only when no connection was made.
  */
 export function idemLink<TRouter extends AnyTRPCRouter>(
-  opts: IdemLinkOptions<TRouter>,
+  opts: IdemLinkOptions<TRouter> & RetrySafeOption<TRouter>,
 ): TRPCLink<TRouter> {
   // Configured once.
   const keyFunctions = keyFunctionsOf(opts.idempotent);
+  const retrySafe = retrySafePathsOf(opts.retrySafe, keyFunctions);
   const maxAttempts = positiveInteger(
     'maxAttempts',
     opts.maxAttempts ?? IDEM_LINK_DEFAULTS.maxAttempts,
@@ -179,7 +195,9 @@ export function idemLink<TRouter extends AnyTRPCRouter>(
           ? 'query'
           : keyFunctions.has(op.path)
             ? 'idempotent-mutation'
-            : 'mutation';
+            : retrySafe.has(op.path)
+              ? 'retry-safe-mutation'
+              : 'mutation';
 
       return observable((observer) => {
         // One per call, in place of an AbortController: the caller's signal and tRPC's
@@ -293,6 +311,35 @@ function keyFunctionsOf(list: object): Map<string, IdempotencyKeyFunction<unknow
     keyFunctions.set(path, key as IdempotencyKeyFunction<unknown> | undefined);
   }
   return keyFunctions;
+}
+
+/**
+ * The retry-safe paths, checked once. An entry is `true`; `undefined` counts as absent. Anything
+ * else is refused, and so is a path that is in `idempotent` too: the link would not know whether
+ * to key it.
+ */
+function retrySafePathsOf(
+  list: object | undefined,
+  keyFunctions: ReadonlyMap<string, unknown>,
+): ReadonlySet<string> {
+  const paths = new Set<string>();
+  if (list === undefined) return paths;
+  if (typeof list !== 'object' || list === null) {
+    throw new TypeError(`idemLink: retrySafe must be an object of paths, got ${String(list)}`);
+  }
+  for (const [path, entry] of Object.entries(list) as [string, unknown][]) {
+    if (entry === undefined) continue;
+    if (entry !== true) {
+      throw new TypeError(`idemLink: retrySafe['${path}'] must be true, got ${describe(entry)}`);
+    }
+    if (keyFunctions.has(path)) {
+      throw new TypeError(
+        `idemLink: ${path} is in both idempotent and retrySafe; a mutation either takes a key or is safe to retry by nature: keep it in the list the server marks it for`,
+      );
+    }
+    paths.add(path);
+  }
+  return paths;
 }
 
 function describe(value: unknown): string {

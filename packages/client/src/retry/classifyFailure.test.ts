@@ -142,6 +142,9 @@ describe('classifyFailure and decideRetry', () => {
       return decision.retry ? 'retry' : decision.because;
     });
     expect(verdicts).toEqual([idempotent, mutation, query]);
+    // A mutation safe to retry by nature is retried on the same failures as an idempotent one.
+    const retrySafe = decideRetry(failure, 'retry-safe-mutation', { retryOn500: false });
+    expect(retrySafe.retry ? 'retry' : retrySafe.because).toBe(idempotent);
   });
 
   it('retries 500 only when configured, and never a mutation without a key', () => {

@@ -2,10 +2,13 @@
  * What is being called, as far as retrying goes.
  *
  * - `idempotent-mutation`: a mutation the server declares idempotent; it travels with a key.
- * - `mutation`: any other mutation. Never sent again once it may have reached the server.
+ * - `retry-safe-mutation`: a mutation the server marks safe to retry by nature (`retrySafe()`);
+ *   no key, retried like an idempotent one.
+ * - `mutation`: any other mutation (a `retryUnsafe` one included). Never sent again once it may
+ *   have reached the server.
  * - `query`: safe to repeat.
  */
-export type OperationKind = 'idempotent-mutation' | 'mutation' | 'query';
+export type OperationKind = 'idempotent-mutation' | 'retry-safe-mutation' | 'mutation' | 'query';
 
 /** Why a failure is not retried. */
 export type NoRetryReason =

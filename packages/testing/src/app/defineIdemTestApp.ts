@@ -57,10 +57,11 @@ export interface IdemTestAppDefinition<TRouter extends AnyTRPCRouter> {
   /** Builds your app for one server (see {@link IdemTestAppFactory}). */
   create: IdemTestAppFactory<TRouter>;
   /**
-   * Creates your own tables once per run, after idem's migrations: run your migrations
-   * (`migrate(db, { migrationsFolder })`) or `db.execute(sql\`create table ...\`)`. Defaults to none.
+   * Creates your own tables once per run, after idem's migrations: `db.execute(sql\`create table
+   * ...\`)`, or your migrations with the migrator of the driver `kind` names (`drizzle-orm/pglite/
+   * migrator` for `pglite`, `drizzle-orm/postgres-js/migrator` for `postgres`). Defaults to none.
    */
-  setup?(db: IdemTestDb): void | Promise<void>;
+  setup?(db: IdemTestDb, database: { kind: 'pglite' | 'postgres' }): void | Promise<void>;
   /**
    * Headers that authenticate a caller, when your `createContext` reads the request rather than
    * `caller` (e.g. `(caller) => ({ authorization: \`Bearer ${tokenFor(caller)}\` })`). Defaults to

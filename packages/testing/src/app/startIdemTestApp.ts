@@ -153,7 +153,7 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
     return server;
   };
   try {
-    await app.definition.setup?.(database.db);
+    await app.definition.setup?.(database.db, { kind: database.kind });
     for (let index = 0; index < servers; index++) await addServer();
   } catch (error) {
     await close().catch(() => undefined);

@@ -3,8 +3,10 @@ import { CONNECT_TIMEOUT_S } from './databaseConnection.js';
 
 /** What `idem-admin --help` prints: the commands, their options, the exit codes. */
 export const USAGE = `usage: idem-admin <command> [options] [--verbose]
-  audit <module> [--export name]   exits 1 when a mutation of the router the module exports is
-                                   undecided or idem is misplaced (lazy() routers included)
+  audit <module> [--export name]   lists each mutation of the router the module exports as
+                                   idempotent, retry-safe, retry-unsafe or undecided (lazy()
+                                   routers included); exits 1 when one is undecided, or idem or
+                                   retrySafe() is misplaced
 record commands (DATABASE_URL must be set):
   show <operationId> [--show-bodies]
   find --scope S --procedure P (--key K | --key-hash H) [--show-bodies]

@@ -2,7 +2,7 @@
  * `idem-admin` as a consumer runs it: `pnpm exec idem-admin` from the workspace root and from a
  * package that does not depend on @idem/admin, straight from the TypeScript source (no build).
  * `idem-admin audit <module>` is what a consumer's CI runs: exit 1 on an undecided mutation, even
- * one inside a lazy() router.
+ * one inside a lazy() router, or on one marked both retry-safe and idempotent.
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -58,9 +58,32 @@ describe('pnpm exec idem-admin', () => {
     expect(status).toBe(0);
     expect(JSON.parse(stdout)).toMatchObject({
       exportName: 'router',
-      mutations: [{ path: 'billing.charge', decision: 'idempotent' }],
+      mutations: [
+        { path: 'archive', decision: 'retry-safe', reason: 'sets archived = true' },
+        { path: 'billing.charge', decision: 'idempotent' },
+      ],
       undecided: [],
       misplaced: [],
+    });
+  });
+
+  it('audit exits 1 on a mutation marked both retrySafe() and idem.procedure(), naming the fix', () => {
+    const { status, stdout, stderr } = pnpmExec(
+      ADMIN,
+      'audit',
+      'test/fixtures/conflictingRouter.ts',
+    );
+    expect(status).toBe(1);
+    expect(stderr.trim().split('\n')).toEqual([
+      'idem-admin audit: cart.archive: retrySafe() and idem.procedure() together: a mutation either is safe to retry by nature or takes a key; drop retrySafe() if a second run could change anything, else drop idem.procedure()',
+    ]);
+    expect(JSON.parse(stdout)).toMatchObject({
+      mutations: [
+        { path: 'cart.archive', decision: 'idempotent' },
+        { path: 'cart.remove', decision: 'retry-safe', reason: 'deletes by id' },
+      ],
+      undecided: [],
+      misplaced: [{ path: 'cart.archive' }],
     });
   });
 

@@ -5,7 +5,7 @@ import { and, eq, gt, max } from 'drizzle-orm';
 import type { IdemTestStore } from '../app/IdemTestDatabase.js';
 import type { MutationPath } from '../app/mutationPaths.js';
 import type { IdemTestRun, IdemTestServer } from '../app/startIdemTestApp.js';
-import { GateRun, type IdemGateOptions, type IdemGateReport } from './GateRun.js';
+import { GateRun, refusalCause, type IdemGateOptions, type IdemGateReport } from './GateRun.js';
 import { describeAnswer } from './IdemGateError.js';
 
 /** Options of {@link clockGate}. */
@@ -13,6 +13,9 @@ export type ClockGateOptions<
   TRouter extends AnyTRPCRouter,
   TPath extends MutationPath<TRouter>,
 > = IdemGateOptions<TRouter, TPath>;
+
+const success = (answer: { status: number; replayed: boolean }) =>
+  answer.status >= 200 && answer.status < 300 && !answer.replayed;
 
 /** The most a boundary is approached or passed by: the database clock is set this far either side. */
 const MAX_MARGIN_MS = 60_000;
@@ -25,7 +28,8 @@ const margin = (spanMs: number) => Math.min(Math.floor(spanMs / 2), MAX_MARGIN_M
  * reaper whose store clock runs ahead), never with sleeps. Read from the procedure's meta:
  *
  * - replay window: a retry just before its end replays; just after it, the key is a new request
- *   (a fresh execution, the effect moves again);
+ *   that runs again (the effect moves again, unless your own rules refuse it with a 4xx, as a
+ *   second payment of one order is);
  * - cleanup threshold: the reaper just before `retentionMs` after completion keeps the record,
  *   just after it deletes it;
  * - lease (external mode): while the first attempt holds its claim (the kit holds its completion),
@@ -67,16 +71,23 @@ export async function clockGate<TRouter extends AnyTRPCRouter, TPath extends Mut
       `a retry ${windowMargin} ms before the replay window (${replayWindowMs} ms) ends`,
     );
     const after = await gate.send(await at(replayWindowMs + windowMargin), input, { key });
-    if (!(after.status >= 200 && after.status < 300 && !after.replayed)) {
+    // A new request: it runs. Your own rules may refuse it then (a second payment of one order).
+    const refusedByYou = after.status >= 400 && after.status < 500 && after.reason === null;
+    if (after.replayed || after.status >= 500 || (!refusedByYou && !success(after))) {
       gate.fail(
-        `a retry ${windowMargin} ms after the replay window (${replayWindowMs} ms) ended: a new request (a fresh execution)`,
+        `a retry ${windowMargin} ms after the replay window (${replayWindowMs} ms) ended: a new request, run again (not a replay)`,
         describeAnswer(after),
         after.replayed
           ? 'the stored outcome outlived its window: does the procedure set replayWindowMs longer than you expect (createIdempotency defaults, per-procedure options)?'
-          : 'the new execution was refused: can the procedure run a second time for the same input (a unique business key of yours refuses it)? Then the window is the only thing between a late retry and a refusal: say so in your API',
+          : refusalCause(after),
       );
     }
-    await gate.expectMoved(2, 'after the replay window ended');
+    await gate.expectMoved(
+      refusedByYou ? 1 : 2,
+      refusedByYou
+        ? 'after the replay window ended, the new request refused by the procedure'
+        : 'after the replay window ended, the new request run',
+    );
 
     // The cleanup threshold.
     const cleanupMargin = margin(retentionMs);

@@ -90,7 +90,8 @@ export interface IdemTestRun<
   readonly requestTimeoutMs: number;
   /**
    * Starts one more server on the same database, e.g. with its store clock moved forward (a
-   * server that arrives later); closed with the run.
+   * server that arrives later); closed with the run. Its `wrapStore` wraps the store after the
+   * run's own `wrapStore`, if any.
    */
   addServer(options?: {
     clockShiftMs?: number;
@@ -140,7 +141,7 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
       index: nextIndex++,
       clockShiftMs: extra.clockShiftMs ?? 0,
       requestTimeoutMs,
-      wrapStore: extra.wrapStore ?? options.wrapStore,
+      wrapStore: composeWrappers(options.wrapStore, extra.wrapStore),
     });
     const stop = server.close;
     // A closed server leaves the run: the next gate spreads its requests over those still up.
@@ -254,4 +255,13 @@ async function startServer<TRouter extends AnyTRPCRouter>(
     await stop().catch(() => undefined);
     throw error;
   }
+}
+
+/** The run's wrapper, then the server's. */
+function composeWrappers(
+  runWrap: StartIdemTestAppOptions['wrapStore'],
+  serverWrap: StartIdemTestAppOptions['wrapStore'],
+): StartIdemTestAppOptions['wrapStore'] {
+  if (!runWrap || !serverWrap) return serverWrap ?? runWrap;
+  return (store, server) => serverWrap(runWrap(store, server), server);
 }

@@ -83,6 +83,14 @@ describe.each(targets)('every gate passes on a correct router on $name', ({ skip
     await clockGate(run, { ...common, path: 'orders.ship' });
   });
 
+  it.skipIf(skip)('replay strategies: a redacted output, no replay at all', async () => {
+    for (const path of ['orders.token', 'orders.once'] as const) {
+      await concurrencyGate(run, { ...common, path, requests: 4 });
+      await replayGate(run, { ...common, path });
+      await clockGate(run, { ...common, path });
+    }
+  });
+
   it.skipIf(skip)('concurrency on external mode', async () => {
     await concurrencyGate(run, { ...common, path: 'orders.ship' });
   });

@@ -1,4 +1,5 @@
-import { createTestDatabase, postgresAvailable } from '@idem/fixtures';
+import { adminUrl, createTestDatabase, postgresAvailable } from '@idem/fixtures';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { defineIdemTestApp, openIdemTestDatabase, startIdemTestApp } from '../src/index.js';
 import { ordersApp, ordersPlaced } from './fixtures/ordersApp.js';
@@ -42,6 +43,24 @@ describe.each([
       expect(await ordersPlaced(run.database.db)).toBe(1);
     },
   );
+});
+
+describe.skipIf(!available)('a database by URL', () => {
+  it('is a fresh one on that server, migrated, and dropped on close', async () => {
+    const database = await openIdemTestDatabase({ databaseUrl: adminUrl() });
+    const name = new URL(database.url!).pathname.slice(1);
+    expect(name).toMatch(/^idem_test_\d+_[0-9a-f]{8}$/);
+    const { sql } = await import('drizzle-orm');
+    expect(await database.count(sql`select 1 from idem_records`)).toBe(0);
+    await database.close();
+    const admin = postgres(adminUrl(), { max: 1, onnotice: () => {} });
+    try {
+      const rows = await admin`select 1 from pg_database where datname = ${name}`;
+      expect(rows).toHaveLength(0);
+    } finally {
+      await admin.end({ timeout: 2 });
+    }
+  });
 });
 
 describe('the app definition', () => {

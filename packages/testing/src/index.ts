@@ -55,3 +55,15 @@ export type {
 } from './gates/GateRun.js';
 export { IdemGateError, isIdemGateError } from './gates/IdemGateError.js';
 export type { IdemGateFinding, IdemGateName } from './gates/IdemGateError.js';
+export { crashPointsGate } from './crash/crashPointsGate.js';
+export type {
+  CrashPointsGateOptions,
+  CrashPointsReport,
+  CrashRun,
+} from './crash/crashPointsGate.js';
+export type { CrashBoundary } from './crash/crashPoints.js';
+export { CrashPointsGateError, isCrashPointsGateError } from './crash/CrashPointsGateError.js';
+export type { CrashProblem } from './crash/CrashPointsGateError.js';
+export { downstreamRecorder } from './crash/downstreamRecorder.js';
+export type { DownstreamRecorder, StepFunction } from './crash/downstreamRecorder.js';
+export type { CrashTestAppInstance } from './crash/crashTestApp.js';

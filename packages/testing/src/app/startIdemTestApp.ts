@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { idemContext, idemResponseMeta } from '@idem/server';
 import type { AnyTRPCRouter } from '@trpc/server';
 import { createHTTPServer } from '@trpc/server/adapters/standalone';
+import { hookedStore, runHooks, type StoreHooks } from './arrivalBarrier.js';
 import type { IdemTestApp, IdemTestAppInstance } from './defineIdemTestApp.js';
 import {
   CALLER_HEADER,
@@ -126,6 +127,7 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
   const database = options.database ?? (await openIdemTestDatabase(options));
   const started: IdemTestServer<TRouter>[] = [];
   let nextIndex = 0;
+  const hooks: StoreHooks = { barrier: null };
   let closed: Promise<void> | null = null;
   const close = () =>
     (closed ??= (async () => {
@@ -142,6 +144,7 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
       clockShiftMs: extra.clockShiftMs ?? 0,
       requestTimeoutMs,
       wrapStore: composeWrappers(options.wrapStore, extra.wrapStore),
+      hooks,
     });
     const stop = server.close;
     // A closed server leaves the run: the next gate spreads its requests over those still up.
@@ -160,7 +163,7 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
     await close().catch(() => undefined);
     throw error;
   }
-  return {
+  const run: IdemTestRun<TRouter> = {
     app,
     database,
     servers: started,
@@ -169,6 +172,8 @@ export async function startIdemTestApp<TRouter extends AnyTRPCRouter>(
     close,
     [Symbol.asyncDispose]: close,
   };
+  runHooks.set(run, hooks);
+  return run;
 }
 
 async function startServer<TRouter extends AnyTRPCRouter>(
@@ -179,6 +184,7 @@ async function startServer<TRouter extends AnyTRPCRouter>(
     clockShiftMs: number;
     requestTimeoutMs: number;
     wrapStore: StartIdemTestAppOptions['wrapStore'];
+    hooks: StoreHooks;
   },
 ): Promise<IdemTestServer<TRouter>> {
   const { index, clockShiftMs, requestTimeoutMs } = options;
@@ -200,9 +206,12 @@ async function startServer<TRouter extends AnyTRPCRouter>(
     }
   };
   try {
-    const store = options.wrapStore
-      ? options.wrapStore(connection.store, { index, clockShiftMs })
-      : connection.store;
+    const store = hookedStore(
+      options.wrapStore
+        ? options.wrapStore(connection.store, { index, clockShiftMs })
+        : connection.store,
+      options.hooks,
+    );
     instance = await app.definition.create({
       db: connection.db,
       store,

@@ -76,6 +76,7 @@ export interface GateProcedure {
   leaseMs: number;
   failures: 'deterministic' | 'none';
   replay: string;
+  claim: 'at-commit' | 'first';
 }
 
 let lastSeed = Math.floor(Math.random() * 1_000_000) * 1_000;
@@ -304,5 +305,6 @@ function readProcedure(gate: IdemGateName, router: AnyTRPCRouter, path: string):
     leaseMs: idempotency.leaseMs ?? DEFAULT_LEASE_MS,
     failures: idempotency.failures ?? 'deterministic',
     replay: idempotency.replay ?? 'full',
+    claim: idempotency.claim ?? (idempotency.mode === 'external' ? 'first' : 'at-commit'),
   };
 }

@@ -1,6 +1,7 @@
 import type { AnyTRPCRouter } from '@trpc/server';
 import type { MutationPath } from '../app/mutationPaths.js';
 import type { IdemTestRun } from '../app/startIdemTestApp.js';
+import { ArrivalBarrier, runHooks } from '../app/arrivalBarrier.js';
 import { GateRun, type IdemGateOptions, type IdemGateReport } from './GateRun.js';
 import { describeAnswer, tallyAnswers } from './IdemGateError.js';
 
@@ -40,13 +41,28 @@ export async function concurrencyGate<
   const input = await gate.input();
   await gate.effect();
   const servers = run.servers;
-  const answers = await gate.sendAll(
-    Array.from({ length: requests }, (_, i) => ({
-      server: servers[i % servers.length]!,
-      input,
-      key,
-    })),
+  // The requests reach the call that decides their race together, then race for real. At
+  // commit, idem lets one request per key and process through and holds the others in the
+  // process: one arrives per server.
+  const hooks = runHooks.get(run);
+  const atCommit = gate.procedure.mode === 'local' && gate.procedure.claim === 'at-commit';
+  const barrier = new ArrivalBarrier(
+    gate.procedure.mode === 'external' ? 'claim' : atCommit ? 'commitWithRecord' : 'transaction',
+    atCommit ? Math.min(requests, servers.length) : requests,
   );
+  if (hooks) hooks.barrier = barrier;
+  const answers = await gate
+    .sendAll(
+      Array.from({ length: requests }, (_, i) => ({
+        server: servers[i % servers.length]!,
+        input,
+        key,
+      })),
+    )
+    .finally(() => {
+      barrier.open();
+      if (hooks) hooks.barrier = null;
+    });
   const over = `${requests} requests with one key over ${servers.length} server${servers.length === 1 ? '' : 's'}`;
 
   const broken = answers.find((answer) => answer.status >= 500);

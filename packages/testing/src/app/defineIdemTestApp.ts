@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { IdemContext } from '@idem/server';
+import type { IdemContext, IdemRequestInfo } from '@idem/server';
 import type { AnyTRPCRouter, inferRouterContext } from '@trpc/server';
 import type { IdemTestDb, IdemTestStore } from './IdemTestDatabase.js';
 
@@ -25,7 +25,8 @@ export interface IdemTestContextOptions {
   caller: string | null;
   req: IncomingMessage;
   res: ServerResponse;
-  info: { isBatchCall: boolean; calls: readonly { path: string; procedure?: unknown }[] };
+  /** tRPC's request info (`isBatchCall`, `calls`), as idem's `idemContext` reads it. */
+  info: IdemRequestInfo;
 }
 
 /** Your context without idem's part, which the kit adds (it may also be given: yours wins). */

@@ -77,6 +77,25 @@ describe.each([
   );
 
   it.skipIf(skip)(
+    'two external steps: each gets its own crash points',
+    async () => {
+      await using place = await where();
+      const report = await crashPointsGate({
+        ...gate(place.options, 'twoStepsApp'),
+        boundaries: ['after-call'],
+        completer: false,
+      });
+      expect(report.steps).toEqual(['charge', 'receipt']);
+      expect(report.runs.map((r) => [r.point, r.calls, r.lookups])).toEqual([
+        ['after-call "charge"', 2, 1],
+        ['after-call "receipt"', 2, 1],
+      ]);
+      expect(report.effect).toEqual({ moved: 3, operations: 3 });
+    },
+    120_000,
+  );
+
+  it.skipIf(skip)(
     'a step without a lookup: the retry after a crash past the intent is handed to an operator',
     async () => {
       await using place = await where();

@@ -458,7 +458,7 @@ function answerProblem(
     return {
       expected,
       happened,
-      cause: `does ${step} have a lookup? Without one, after ${describeCrashPoint(crash)} idem cannot tell whether the call happened and hands the operation to an operator: give the step a \`lookup\` that asks the downstream by operation id`,
+      cause: `does ${step} have a lookup? Without one, idem cannot tell after ${describeCrashPoint(crash)} whether the call happened, and hands the operation to an operator: give the step a \`lookup\` that asks the downstream by operation id (wrapped in \`recorder.lookup\`)`,
     };
   }
   if (answer.reason === 'IDEMPOTENCY_OUTCOME_LOOKUP_PENDING') {

@@ -6,9 +6,11 @@
  *
  * The apps share it: `correctApp`, whose lookup finds the charge by operation id; two planted
  * mistakes, `withoutLookupApp` (no lookup) and `lookupNeverFindsApp` (a lookup that always
- * answers "not found"); and `noCompleterApp`, whose factory returns no completer.
+ * answers "not found"); `twoStepsApp`, with a second external step; and `noCompleterApp`,
+ * whose factory returns no completer.
  */
-import { createIdempotency, type IdemContext } from '@idem/server';
+import type { IdemMeta } from '@idem/contract';
+import { createIdempotency, idemErrorFormatter, type IdemContext } from '@idem/server';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { eq, sql } from 'drizzle-orm';
 import { integer, pgTable, serial, text } from 'drizzle-orm/pg-core';
@@ -34,10 +36,10 @@ export async function chargeCount(db: IdemTestDb): Promise<number> {
 }
 
 type Lookup = 'finds' | 'none' | 'never-finds';
-type Variant = { lookup: Lookup; completer: boolean };
+type Variant = { lookup: Lookup; completer: boolean; receipt?: boolean };
 type Context = IdemContext & { account: string | null };
 
-function crashPaymentsApp({ lookup, completer }: Variant) {
+function crashPaymentsApp({ lookup, completer, receipt = false }: Variant) {
   return defineIdemTestApp({
     setup: async (db) => {
       await db.execute(
@@ -45,6 +47,9 @@ function crashPaymentsApp({ lookup, completer }: Variant) {
       );
       await db.execute(
         sql`create table crash_payments (id serial primary key, operation_id text not null, amount integer not null, charge_id text)`,
+      );
+      await db.execute(
+        sql`create table crash_receipts (id serial primary key, operation_id text not null)`,
       );
     },
     create: ({ db, store }) => {
@@ -64,7 +69,10 @@ function crashPaymentsApp({ lookup, completer }: Variant) {
             : { found: false as const };
         },
       };
-      const t = initTRPC.context<Context>().create();
+      const t = initTRPC
+        .context<Context>()
+        .meta<IdemMeta>()
+        .create({ isDev: false, errorFormatter: idemErrorFormatter({ onMasked: () => {} }) });
       const idem = createIdempotency({
         store,
         keySecret: 'crash-points-test-key-secret-0123456789',
@@ -99,6 +107,26 @@ function crashPaymentsApp({ lookup, completer }: Variant) {
                       }
                     : {}),
               });
+              if (receipt) {
+                // A second external step: a mailer that also keeps one row per call.
+                await ctx.idem.external('receipt', {
+                  call: recorder.call('receipt', async (operationId) => {
+                    await db.execute(
+                      sql`insert into crash_receipts (operation_id) values (${operationId})`,
+                    );
+                    return { sent: true };
+                  }),
+                  lookup: recorder.lookup('receipt', async (operationId) => {
+                    const sent = await db.execute(
+                      sql`select 1 from crash_receipts where operation_id = ${operationId}`,
+                    );
+                    const rows = Array.isArray(sent) ? sent : (sent as { rows: unknown[] }).rows;
+                    return rows.length > 0
+                      ? { found: true as const, result: { sent: true } }
+                      : { found: false as const };
+                  }),
+                });
+              }
               return ctx.idem.phase('record', async (tx) => {
                 await tx
                   .update(crashPayments)
@@ -126,5 +154,7 @@ function crashPaymentsApp({ lookup, completer }: Variant) {
 export const correctApp = crashPaymentsApp({ lookup: 'finds', completer: true });
 export const withoutLookupApp = crashPaymentsApp({ lookup: 'none', completer: true });
 export const lookupNeverFindsApp = crashPaymentsApp({ lookup: 'never-finds', completer: true });
+/** `correctApp` with a second external step, `receipt`, after the charge. */
+export const twoStepsApp = crashPaymentsApp({ lookup: 'finds', completer: true, receipt: true });
 /** A misuse: the factory returns no `completer`. */
 export const noCompleterApp = crashPaymentsApp({ lookup: 'finds', completer: false });

@@ -4,8 +4,10 @@ import {
   DrizzleIdempotencyStore,
   type DrizzleIdempotencyStoreOptions,
 } from '../DrizzleIdempotencyStore.js';
+import { statementTimeout } from '../drizzle/statementBound.js';
+import { boundedRunner } from './boundedStatements.js';
 import { warnOnConsole, watch } from './connectionErrors.js';
-import { poolTransaction } from './poolTransaction.js';
+import { partsOf, poolTransaction } from './poolTransaction.js';
 
 /**
  * Options of {@link createNodePostgresStore}: the store's, and where it reports connections lost.
@@ -28,6 +30,21 @@ export interface NodePostgresStoreOptions extends Omit<
    * `console.warn`.
    */
   onWarning?: (message: string) => void;
+  /**
+   * Milliseconds each statement of the store may take, its transactions' BEGIN and COMMIT (or
+   * ROLLBACK) included, waiting for a client of the pool included: past it the call rejects
+   * with a `StatementTimeoutError` (SQLSTATE 57014), which idem answers with the store's 503
+   * and `Retry-After`, as for an outage, and the client is given up: a cancel request for its
+   * statement (pg's `Client#cancel`, forwarded by PgBouncer), then its socket destroyed, and the
+   * pool drops it (`boundedStatements.ts`). A client-side timer, so it holds where
+   * `statement_timeout` cannot be set (poolers reject or ignore start-up parameters, and a
+   * `SET` in transaction mode leaks to other clients), and where the server never answers.
+   * Keep it above the longest `lockTimeoutMs` of your procedures: a claim waiting that long
+   * behind another request's claim is cut otherwise (503 instead of 409). An integer from 1 to
+   * 2^31 - 1, else a RangeError at start-up. Defaults to 10 000 (10 s: five times the default
+   * `lockTimeoutMs`, under the 30 to 60 s after which gateways give up).
+   */
+  statementTimeoutMs?: number;
 }
 
 /** The store on a node-postgres database; its transactions are `db.transaction`'s. */
@@ -59,7 +76,8 @@ export function createNodePostgresStore<
   db: NodePgDatabase<TSchema> & { $client: pg.Pool },
   options: NodePostgresStoreOptions = {},
 ): NodePostgresIdempotencyStore<TSchema> {
-  const { onWarning, ...storeOptions } = options;
+  const { onWarning, statementTimeoutMs, ...storeOptions } = options;
+  const ms = statementTimeout(statementTimeoutMs);
   const pool: unknown = db.$client;
   if (!(pool instanceof pg.Pool)) {
     throw new TypeError(
@@ -69,7 +87,11 @@ export function createNodePostgresStore<
   }
   watch(pool, onWarning ?? warnOnConsole);
   // The store's transactions release their client whatever fails (see poolTransaction.ts).
-  const transaction = poolTransaction(db as NodePgDatabase<Record<string, unknown>>, pool);
+  const plain = db as NodePgDatabase<Record<string, unknown>>;
+  const transaction = poolTransaction(plain, pool, ms);
   const storeDb = Object.create(db, { transaction: { value: transaction } }) as typeof db;
-  return new DrizzleIdempotencyStore(storeDb, storeOptions);
+  return new DrizzleIdempotencyStore(storeDb, {
+    ...storeOptions,
+    statementRunner: boundedRunner(pool, partsOf(plain), ms),
+  });
 }

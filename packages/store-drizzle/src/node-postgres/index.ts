@@ -4,3 +4,4 @@ export type {
   NodePostgresStoreOptions,
 } from './createNodePostgresStore.js';
 export { migrate } from './migrate.js';
+export { StatementTimeoutError, DEFAULT_STATEMENT_TIMEOUT_MS } from '../drizzle/statementBound.js';

@@ -23,6 +23,9 @@ export interface DetectTransactionPoolerOptions {
  * id changes. A pooler that carries prepared statements itself (PgBouncer 1.21 and later with
  * `max_prepared_statements`) is still reported: turning them off is then merely slower.
  * Answers `false` when the probe times out.
+ *
+ * The postgres.js store runs the same probe on its client's settings before its first statement
+ * (see `PostgresJsStoreOptions.poolerProbe`), and `migrate` before it migrates.
  */
 export async function detectTransactionPooler(
   url: string,
@@ -35,6 +38,18 @@ export async function detectTransactionPooler(
     onnotice: () => {},
     connect_timeout: Math.ceil(timeoutMs / 1000),
   });
+  return (await probeWith(sql, timeoutMs)) === true;
+}
+
+/**
+ * The probe of {@link detectTransactionPooler} on `sql` (a client of two connections or more,
+ * which it ends): `'timeout'` when it did not finish within `timeoutMs`. A failure to connect
+ * rejects.
+ */
+export async function probeWith(
+  sql: postgres.Sql,
+  timeoutMs: number,
+): Promise<boolean | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   const probe = async (): Promise<boolean> => {
     const first = await sql.reserve();
@@ -54,11 +69,13 @@ export async function detectTransactionPooler(
       second.release();
     }
   };
+  const probing = probe();
+  probing.catch(() => {}); // read below, unless the timeout answered first
   try {
     return await Promise.race([
-      probe(),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), timeoutMs);
+      probing,
+      new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
       }),
     ]);
   } finally {

@@ -6,3 +6,5 @@ export type {
 export { detectTransactionPooler } from './detectTransactionPooler.js';
 export type { DetectTransactionPoolerOptions } from './detectTransactionPooler.js';
 export { migrate } from './migrate.js';
+export { PreparedStatementsBehindPoolerError } from './poolerCheck.js';
+export { StatementTimeoutError, DEFAULT_STATEMENT_TIMEOUT_MS } from '../drizzle/statementBound.js';

@@ -36,8 +36,8 @@ export interface DrizzleIdempotencyStoreOptions {
   dangerouslyShiftClockMs?: number;
   /**
    * How the store runs its raw statements (see `StatementRunnerFactory`): for driver adapters,
-   * `createPostgresJsStore` gives its prepared-statement runner here. Defaults to `db.execute()`
-   * (on `db`, or on the transaction).
+   * `createPostgresJsStore` gives its prepared-statement runner here, `createNodePostgresStore`
+   * its bounded one. Defaults to `db.execute()` (on `db`, or on the transaction).
    */
   statementRunner?: StatementRunnerFactory;
 }

@@ -4,7 +4,11 @@
  * audit, resolutions, key hashing for idem-admin) are behind `@idem/server/operator`.
  */
 export { createIdempotency } from './createIdempotency.js';
-export type { CreateIdempotencyOptions, IdemProcedureOptions } from './types/options.js';
+export type {
+  CreateIdempotencyOptions,
+  IdemProcedureOptions,
+  KeyRequirement,
+} from './types/options.js';
 export type { Idempotency, IdemProcedureBuilder } from './createIdempotency.js';
 export { idemContext } from './request/idemContext.js';
 export type {
@@ -58,6 +62,9 @@ export {
   OutcomeUnknownError,
 } from './errors/idemErrors.js';
 export { retryUnsafe } from './trpc/retryUnsafe.js';
+export type { RetryUnsafeProcedureBuilder } from './trpc/retryUnsafe.js';
+export { retrySafe } from './trpc/retrySafe.js';
+export type { RetrySafeErrorShape, RetrySafeProcedureBuilder } from './trpc/retrySafe.js';
 export { assertRouterDecided } from './trpc/auditRouter.js';
 export { operationStatusInput } from './operations/operationStatusProcedure.js';
 export type { QueueOptions } from './types/options.js';

@@ -156,7 +156,16 @@ describe('crash points: misuse fails at start-up', () => {
     await expect(crashPointsGate(gate({}, 'noCompleterApp'))).rejects.toThrow(
       /your factory returns no `completer`: return `completer: \(\) => idem\.completer\(\{ router, createContext: \(record\) => \.\.\. \}\)`.*or run the gate with `completer: false`/,
     );
-  }, 60_000);
+  }, 120_000);
+
+  it('a path the gate cannot run on is refused: unknown, or a local-mode procedure', async () => {
+    await expect(
+      crashPointsGate({ ...gate({}, 'correctApp'), path: 'payments.missing' }),
+    ).rejects.toThrow('your router has no procedure payments.missing');
+    await expect(crashPointsGate({ ...gate({}, 'correctApp'), path: 'notes.add' })).rejects.toThrow(
+      /notes\.add is in local mode, where a crash rolls the whole attempt back: the gate is for external mode/,
+    );
+  }, 120_000);
 
   it('a module without the named app is refused', async () => {
     await expect(crashPointsGate(gate({}, 'missingApp'))).rejects.toThrow(

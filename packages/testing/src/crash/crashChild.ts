@@ -13,6 +13,7 @@ import { inArray, sql } from 'drizzle-orm';
 import type { IdemTestAppInstance } from '../app/defineIdemTestApp.js';
 import type { IdemTestDb } from '../app/IdemTestDatabase.js';
 import { startIdemTestApp } from '../app/startIdemTestApp.js';
+import { crashProcedureRefusal } from './checkCrashProcedure.js';
 import { CHILD_CONFIG_ENV, type CrashChildConfig } from './crashChildConfig.js';
 import { openCrashDatabase, shiftedDatabase } from './crashDatabase.js';
 import { crashingStore } from './crashingStore.js';
@@ -38,6 +39,13 @@ const run = await startIdemTestApp(
   },
   { database, servers: 1, wrapStore: (store) => crashingStore(store, config.crash) },
 );
+const refusal = crashProcedureRefusal(run.servers[0]!.router, config.path);
+if (refusal) {
+  process.stdout.write(`idem-crash-child refused ${refusal}\n`);
+  await run.close();
+  await database.close();
+  process.exit(1);
+}
 const hasCompleter = completerOf(instance) ? 'yes' : 'no';
 process.stdout.write(
   `idem-crash-child listening ${run.servers[0]!.url} shift ${clockShiftMs} completer ${hasCompleter}\n`,

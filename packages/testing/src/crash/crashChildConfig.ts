@@ -10,6 +10,8 @@ export interface CrashChildConfig {
   app: string;
   /** Its export holding the app definition; defaults to `default`, else the only one. */
   exportName?: string;
+  /** The procedure the gate crashes: the child refuses to serve one it cannot run on. */
+  path: string;
   /** The run's database, migrated and set up by the gate before any child starts. */
   database: CrashDatabaseLocation;
   /** Where to SIGKILL itself, once. */
@@ -24,3 +26,4 @@ export interface CrashChildConfig {
 /** The lines a child prints on stdout. */
 export const LISTENING = /^idem-crash-child listening (\S+) shift (\d+) completer (yes|no)$/;
 export const REPORT = /^idem-crash-child report (.+)$/;
+export const REFUSED = /^idem-crash-child refused (.+)$/;

@@ -170,6 +170,7 @@ export async function crashPointsGate(options: CrashPointsGateOptions): Promise<
     const base: CrashChildConfig = {
       app: appUrl.href,
       ...(options.exportName !== undefined ? { exportName: options.exportName } : {}),
+      path: options.path,
       database: location,
     };
     const send = (child: CrashChild, key: string, input: unknown) =>

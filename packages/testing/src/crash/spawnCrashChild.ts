@@ -4,7 +4,13 @@ import { extname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { JOURNAL_ENV } from './crashJournal.js';
-import { CHILD_CONFIG_ENV, LISTENING, REPORT, type CrashChildConfig } from './crashChildConfig.js';
+import {
+  CHILD_CONFIG_ENV,
+  LISTENING,
+  REFUSED,
+  REPORT,
+  type CrashChildConfig,
+} from './crashChildConfig.js';
 
 /** The child's entry: beside this file, with its extension (`.ts` from sources, `.js` built). */
 const CHILD_ENTRY = fileURLToPath(
@@ -84,6 +90,8 @@ export async function spawnCrashChild(
         }
         const report = REPORT.exec(line);
         if (report) reports.shift()?.(JSON.parse(report[1]!) as Record<string, unknown>);
+        const refused = REFUSED.exec(line);
+        if (refused) reject(new TypeError(refused[1]!));
       });
       void exited.then((signal) =>
         reject(

@@ -83,6 +83,13 @@ function crashPaymentsApp({ lookup, completer, receipt = false }: Variant) {
         return next({ ctx: { account: ctx.account } });
       });
       const router = t.router({
+        // A local-mode mutation: not one the crash points gate runs on.
+        notes: t.router({
+          add: authed
+            .input(z.object({ text: z.string() }))
+            .concat(idem.procedure())
+            .mutation(({ input }) => ({ text: input.text })),
+        }),
         payments: t.router({
           create: authed
             .input(z.object({ amount: z.number().int().positive() }))

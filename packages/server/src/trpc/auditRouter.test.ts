@@ -130,10 +130,10 @@ describe('auditRouter', () => {
 
   it('refuses retrySafe() beside idem.procedure() or retryUnsafe(), and on a query, naming the fix', async () => {
     const app = t.router({
-      // Compiles in this order (see retrySafe.test-d.ts); the audit catches it.
+      // Does not compile (see retrySafe.test-d.ts); built anyway, as JavaScript would.
       keyed: t.procedure
         .concat(retrySafe('sets the flag'))
-        .concat(idem.procedure())
+        .concat(idem.procedure() as never)
         .mutation(() => 1),
       // Does not compile; built anyway, as JavaScript would.
       both: t.procedure

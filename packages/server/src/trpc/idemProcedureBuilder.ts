@@ -32,7 +32,9 @@ export type IdemProcedureBuilder<
   TIdem,
   TOutputOut = TRPCUnsetMarker,
 > = TRPCProcedureBuilder<
-  TContext,
+  // `idemRetryDecision` is the compiler-only mark of `retrySafe()` / `retryUnsafe()`: a builder
+  // that carries either cannot take idem's procedure too (a "Context mismatch" at `.concat()`).
+  TContext & { idemRetryDecision?: never },
   IdemMeta,
   { idem: TIdem },
   TRPCUnsetMarker,

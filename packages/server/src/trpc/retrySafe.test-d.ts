@@ -1,9 +1,9 @@
 /**
  * `retrySafe()` marks a mutation in the router type, and refuses, where the types allow it, the
  * marks it contradicts: after `idem.procedure()` or `retryUnsafe()` it does not compile, and
- * `retryUnsafe()` after it does not either. (`idem.procedure()` after it compiles: its builder
- * expects only the app's context. The router audit and the completer refuse it, and the client
- * link's list does not compile for it.)
+ * `retryUnsafe()` after it does not either; nor does `idem.procedure()` after either mark. (The
+ * router audit and the completer refuse the same combinations at start-up, for code the types do
+ * not see.)
  */
 import { initTRPC } from '@trpc/server';
 import type {
@@ -73,4 +73,8 @@ test('retrySafe() does not combine with idem.procedure() or retryUnsafe()', () =
   unsafe.concat(retrySafe('x'));
   // @ts-expect-error retrySafe() and retryUnsafe() contradict each other
   safe.concat(retryUnsafe('x'));
+  // @ts-expect-error a mutation safe by nature takes no key
+  safe.concat(idem.procedure());
+  // @ts-expect-error a retry-unsafe mutation is not also idempotent
+  unsafe.concat(idem.procedure());
 });

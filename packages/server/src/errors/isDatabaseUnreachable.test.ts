@@ -19,6 +19,7 @@ describe('isDatabaseUnreachable', () => {
     '57P01',
     '57P02',
     '57P03',
+    '57014',
     '08006',
     '08001',
   ])('%s, however deeply wrapped, is the database gone', (code) => {

@@ -15,6 +15,9 @@ const UNREACHABLE_CODES = new Set([
   '57P01',
   '57P02',
   '57P03',
+  // query_canceled: PostgreSQL's statement_timeout, or the store's own statement bound
+  // (`statementTimeoutMs`, StatementTimeoutError) cancelling a statement that did not answer
+  '57014',
 ]);
 
 /**
@@ -30,8 +33,9 @@ const UNREACHABLE_MESSAGES = new Set([
 
 /**
  * Whether `error`, or an error it wraps, says the database could not be reached or went away
- * (a connection refused, closed or timed out, by code or, for node-postgres, by message; SQLSTATE class 08; a server shutting down or
- * starting up). A handler that failed that way failed with the store: its answer is the store's
+ * (a connection refused, closed or timed out, by code or, for node-postgres, by message;
+ * SQLSTATE class 08; a server shutting down or starting up; a statement cancelled after its
+ * time bound). A handler that failed that way failed with the store: its answer is the store's
  * 503 with Retry-After, not a 500 that a client would not retry.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {

@@ -86,6 +86,9 @@ export function logIdemEvent(log: JsonLogger): (event: IdemServerEvent) => void 
         return log({ ...base, reason: event.reason });
       case 'store-error':
         return log({ ...base, error: describeError(event.error) });
+      case 'unprotected':
+        // A call without a key to a `keys: 'optional'` procedure: the rollout's old clients.
+        return log(base);
     }
   };
 }

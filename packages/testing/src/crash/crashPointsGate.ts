@@ -199,7 +199,7 @@ export async function crashPointsGate(options: CrashPointsGateOptions): Promise<
             point: 'no crash',
             recovery: null,
             expected: 'a clean run (no crash) to answer 200',
-            happened: `it answered ${describeAnswer(answer)}`,
+            happened: `it answered ${describeAnswer(answer)} ${answer.text.slice(0, 300)}${probe.stderr() ? `; the server wrote:\n${probe.stderr()}` : ''}`,
             cause:
               'the procedure fails without any crash: make the input valid and the caller allowed, then run the gate again',
           },

@@ -12,6 +12,13 @@ export interface ExampleConfig {
   /** `DATABASE_URL`: PostgreSQL. When unset, embedded PGlite in {@link dataDir}. */
   databaseUrl: string | null;
   /**
+   * `IDEM_EXAMPLE_DATABASE_DRIVER`: the driver under PostgreSQL (with `DATABASE_URL`):
+   * `postgres-js` (postgres.js and `@idem/store-drizzle/postgres-js`) or `pg` (a node-postgres
+   * `Pool` and `@idem/store-drizzle/node-postgres`). Both run the same app, migrations and
+   * settings. Defaults to `postgres-js`; PGlite ignores it.
+   */
+  databaseDriver: DatabaseDriver;
+  /**
    * `IDEM_EXAMPLE_DATA_DIR`: PGlite's folder (`memory://` for a throwaway database). Defaults to
    * `apps/example/.data/pglite`.
    */
@@ -101,6 +108,10 @@ export const DEFAULT_KEY_SECRET = 'idem-example-demo-key-secret-not-for-producti
 export const DATABASE_POOLERS = ['auto', 'none', 'transaction'] as const;
 export type DatabasePooler = (typeof DATABASE_POOLERS)[number];
 
+/** The values of `IDEM_EXAMPLE_DATABASE_DRIVER`. */
+export const DATABASE_DRIVERS = ['postgres-js', 'pg'] as const;
+export type DatabaseDriver = (typeof DATABASE_DRIVERS)[number];
+
 /** Reads the configuration; throws on a value it cannot use (better than a silent default). */
 export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig {
   const crashAt = env.IDEM_EXAMPLE_CRASH_AT || null;
@@ -118,6 +129,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): ExampleConfig 
   return {
     port: integer(env, 'PORT', 3000, 0, 65_535),
     databaseUrl: env.DATABASE_URL || null,
+    databaseDriver: driver(env),
     dataDir:
       env.IDEM_EXAMPLE_DATA_DIR || fileURLToPath(new URL('../.data/pglite', import.meta.url)),
     leaseMs: integer(env, 'IDEM_EXAMPLE_LEASE_MS', 3_000, 500, 600_000),
@@ -186,6 +198,16 @@ function pooler(env: NodeJS.ProcessEnv): DatabasePooler {
     );
   }
   return text as DatabasePooler;
+}
+
+function driver(env: NodeJS.ProcessEnv): DatabaseDriver {
+  const text = env.IDEM_EXAMPLE_DATABASE_DRIVER || 'postgres-js';
+  if (!(DATABASE_DRIVERS as readonly string[]).includes(text)) {
+    throw new Error(
+      `IDEM_EXAMPLE_DATABASE_DRIVER must be one of ${DATABASE_DRIVERS.join(', ')}; got ${text}`,
+    );
+  }
+  return text as DatabaseDriver;
 }
 
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {

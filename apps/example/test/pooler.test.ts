@@ -3,7 +3,8 @@
  * front of the server IDEM_TEST_ADMIN_URL names): with IDEM_EXAMPLE_DATABASE_POOLER=transaction
  * it serves a burst of keyed and identical requests with no store error and one execution per
  * key; with `none` it refuses to start and names the fix; an unknown value is refused by
- * readConfig. (The contract and crash suites run through PgBouncer with the default, `auto`, in
+ * readConfig. On both drivers (IDEM_EXAMPLE_DATABASE_DRIVER=postgres-js and pg), and on pg with the
+ * probe too (`auto`). (The contract and crash suites run through PgBouncer with the default, `auto`, in
  * the `pgbouncer` project of vitest.config.ts.)
  */
 import { spawn } from 'node:child_process';
@@ -17,7 +18,7 @@ import {
   type PgBouncer,
 } from '@idem/fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readConfig } from '../src/readConfig.js';
+import { DATABASE_DRIVERS, readConfig, type DatabaseDriver } from '../src/readConfig.js';
 import { exampleClient } from './fixtures/exampleClient.js';
 import { startExampleServer } from './fixtures/exampleServer.js';
 
@@ -41,6 +42,23 @@ it('IDEM_EXAMPLE_DATABASE_POOLER takes auto, none or transaction, and nothing el
   );
 });
 
+it('IDEM_EXAMPLE_DATABASE_DRIVER takes postgres-js or pg, and nothing else', () => {
+  expect(readConfig({}).databaseDriver).toBe('postgres-js');
+  expect(readConfig({ IDEM_EXAMPLE_DATABASE_DRIVER: 'pg' }).databaseDriver).toBe('pg');
+  expect(readConfig({ IDEM_EXAMPLE_DATABASE_DRIVER: 'postgres-js' }).databaseDriver).toBe(
+    'postgres-js',
+  );
+  expect(() => readConfig({ IDEM_EXAMPLE_DATABASE_DRIVER: 'node-postgres' })).toThrow(
+    /IDEM_EXAMPLE_DATABASE_DRIVER must be one of postgres-js, pg; got node-postgres/,
+  );
+});
+
+/** Each driver with the pooler said out loud, and pg with it found by the probe too. */
+const SETUPS: [DatabaseDriver, 'transaction' | 'auto'][] = [
+  ...DATABASE_DRIVERS.map((driver) => [driver, 'transaction'] as [DatabaseDriver, 'transaction']),
+  ['pg', 'auto'],
+];
+
 describe.skipIf(!available)('the example behind PgBouncer in transaction mode', () => {
   let bouncer: PgBouncer;
   beforeAll(async () => {
@@ -50,51 +68,63 @@ describe.skipIf(!available)('the example behind PgBouncer in transaction mode', 
     await bouncer?.stop();
   });
 
-  it('serves 100 keyed orders and 20 identical ones: no store error, one order per key', async () => {
-    await using database = await createTestDatabase('idem_example_pooler');
-    // Through the pooler, with the setting said out loud (the probe is not needed).
-    await using server = await startExampleServer({
-      DATABASE_URL: bouncer.through(database.url),
-      IDEM_EXAMPLE_DATABASE_POOLER: 'transaction',
-    });
-    const client = exampleClient(server.url, 'acct_pooler', { maxAttempts: 10 });
-    const order = { sku: 'tea-sencha', quantity: 1 };
-    const distinct = Array.from({ length: 100 }, (_, i) =>
-      client.orders.create.mutate(order, withIdempotencyKey(`order-${i}`)),
-    );
-    const identical = Array.from({ length: 20 }, () =>
-      client.orders.create.mutate(order, withIdempotencyKey('order-same')),
-    );
-    const made = await Promise.all([...distinct, ...identical]);
-    expect(new Set(made.map((o) => o.id)).size).toBe(101);
-    expect(await client.orders.list.query()).toHaveLength(101);
-    expect(server.records.filter((r) => r.msg === 'idem.store-error')).toEqual([]);
-    expect(server.records.filter((r) => r.msg === 'store.warning')).toEqual([]);
-  });
+  it.each(SETUPS)(
+    'serves 100 keyed orders and 20 identical ones: no store error, one order per key (%s, pooler %s)',
+    async (driver, pooler) => {
+      await using database = await createTestDatabase('idem_example_pooler');
+      // Through the pooler, with the setting said out loud (the probe is not needed), or found.
+      await using server = await startExampleServer({
+        DATABASE_URL: bouncer.through(database.url),
+        IDEM_EXAMPLE_DATABASE_DRIVER: driver,
+        IDEM_EXAMPLE_DATABASE_POOLER: pooler,
+      });
+      expect(server.records.find((r) => r.msg === 'database.driver')?.driver).toBe(driver);
+      if (pooler === 'auto') {
+        expect(server.records.some((r) => r.msg === 'database.pooler')).toBe(true);
+      }
+      const client = exampleClient(server.url, 'acct_pooler', { maxAttempts: 10 });
+      const order = { sku: 'tea-sencha', quantity: 1 };
+      const distinct = Array.from({ length: 100 }, (_, i) =>
+        client.orders.create.mutate(order, withIdempotencyKey(`order-${i}`)),
+      );
+      const identical = Array.from({ length: 20 }, () =>
+        client.orders.create.mutate(order, withIdempotencyKey('order-same')),
+      );
+      const made = await Promise.all([...distinct, ...identical]);
+      expect(new Set(made.map((o) => o.id)).size).toBe(101);
+      expect(await client.orders.list.query()).toHaveLength(101);
+      expect(server.records.filter((r) => r.msg === 'idem.store-error')).toEqual([]);
+      expect(server.records.filter((r) => r.msg === 'store.warning')).toEqual([]);
+    },
+  );
 
-  it('IDEM_EXAMPLE_DATABASE_POOLER=none behind it: a start-up error that names the fix', async () => {
-    await using database = await createTestDatabase('idem_example_pooler_none');
-    const child = spawn(
-      process.execPath,
-      ['--conditions=@idem/source', '--import', 'tsx', 'src/serve.ts'],
-      {
-        cwd: APP_DIR,
-        env: {
-          ...process.env,
-          PORT: '0',
-          DATABASE_URL: bouncer.through(database.url),
-          IDEM_EXAMPLE_DATABASE_POOLER: 'none',
+  it.each(DATABASE_DRIVERS)(
+    'IDEM_EXAMPLE_DATABASE_POOLER=none behind it: a start-up error that names the fix (%s)',
+    async (driver) => {
+      await using database = await createTestDatabase('idem_example_pooler_none');
+      const child = spawn(
+        process.execPath,
+        ['--conditions=@idem/source', '--import', 'tsx', 'src/serve.ts'],
+        {
+          cwd: APP_DIR,
+          env: {
+            ...process.env,
+            PORT: '0',
+            DATABASE_URL: bouncer.through(database.url),
+            IDEM_EXAMPLE_DATABASE_DRIVER: driver,
+            IDEM_EXAMPLE_DATABASE_POOLER: 'none',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).not.toBe(0);
-    expect(output).not.toContain('listening on');
-    expect(output).toContain('transaction-mode pooler');
-    expect(output).toContain('Set IDEM_EXAMPLE_DATABASE_POOLER=transaction');
-  });
+      );
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).not.toBe(0);
+      expect(output).not.toContain('listening on');
+      expect(output).toContain('transaction-mode pooler');
+      expect(output).toContain('Set IDEM_EXAMPLE_DATABASE_POOLER=transaction');
+    },
+  );
 });

@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { cp, mkdtemp } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openIdemTestDatabase, type IdemTestDatabase } from '../app/IdemTestDatabase.js';
@@ -76,18 +76,41 @@ async function openPgliteDirectory(dataDir: string): Promise<IdemTestDatabase> {
 
 let template: Promise<string> | undefined;
 
+const TEMPLATE_PREFIX = 'idem-crash-template-';
+
 /**
  * Creates a PGlite data directory at `dataDir` with idem's tables: a copy of one made once per
  * process (creating a cluster takes seconds, copying one a fraction of that). The template is
- * removed when the process exits.
+ * removed when the process exits, or, when it ended without running its exit handlers (a test
+ * runner's worker is often stopped that way), by the next process that makes one.
  */
 export async function createPgliteDirectory(dataDir: string): Promise<void> {
   template ??= (async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'idem-crash-template-'));
+    await removeOrphanTemplates();
+    const dir = await mkdtemp(join(tmpdir(), `${TEMPLATE_PREFIX}${process.pid}-`));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     const database = await openPgliteDirectory(join(dir, 'pglite'));
     await database.close();
     return join(dir, 'pglite');
   })();
   await cp(await template, dataDir, { recursive: true });
+}
+
+/** Removes the templates of processes that no longer run. */
+async function removeOrphanTemplates(): Promise<void> {
+  const names = await readdir(tmpdir()).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(/^idem-crash-template-(\d+)-/.exec(name)?.[1]);
+    if (!pid || pid === process.pid || isRunning(pid)) continue;
+    await rm(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

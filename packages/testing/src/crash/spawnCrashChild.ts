@@ -17,6 +17,9 @@ const CHILD_ENTRY = fileURLToPath(
   new URL(`./crashChild${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
 );
 
+/** How long a child may take to serve. */
+const START_TIMEOUT_MS = 60_000;
+
 /** One child process of the gate. Dispose to stop it (SIGTERM, then wait for its exit). */
 export interface CrashChild extends AsyncDisposable {
   readonly url: string;
@@ -72,8 +75,9 @@ export async function spawnCrashChild(
   child.stderr!.on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-4_000);
   });
+  // `close`, not `exit`: every line the child printed has been read by then.
   const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-    child.once('exit', (_code, signal) => resolve(signal)),
+    child.once('close', (_code, signal) => resolve(signal)),
   );
   const reports: ((report: Record<string, unknown>) => void)[] = [];
   const lines = createInterface({ input: child.stdout! });
@@ -82,6 +86,7 @@ export async function spawnCrashChild(
       lines.on('line', (line) => {
         const started = LISTENING.exec(line);
         if (started) {
+          clearTimeout(timer);
           resolve({
             url: started[1]!,
             clockShiftMs: Number(started[2]),
@@ -93,6 +98,15 @@ export async function spawnCrashChild(
         const refused = REFUSED.exec(line);
         if (refused) reject(new TypeError(refused[1]!));
       });
+      const timer = setTimeout(() => {
+        reject(
+          new Error(
+            `@idem/testing: crash points: the child process running the app did not serve within ${START_TIMEOUT_MS} ms:\n${stderr}`,
+          ),
+        );
+      }, START_TIMEOUT_MS);
+      timer.unref();
+      void exited.then(() => clearTimeout(timer));
       void exited.then((signal) =>
         reject(
           new Error(
@@ -102,7 +116,16 @@ export async function spawnCrashChild(
       );
     },
   );
-  const { url, clockShiftMs, hasCompleter } = await listening;
+  let started: Awaited<typeof listening>;
+  try {
+    started = await listening;
+  } catch (error) {
+    // Never leave it running, nor return before it has let go of the database.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+    throw error;
+  }
+  const { url, clockShiftMs, hasCompleter } = started;
   return {
     url,
     clockShiftMs,
@@ -119,8 +142,7 @@ export async function spawnCrashChild(
       ]),
     stderr: () => stderr,
     [Symbol.asyncDispose]: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     },
   };

@@ -38,6 +38,8 @@ describe('isDatabaseUnreachable', () => {
     'Connection terminated unexpectedly',
     'Client has encountered a connection error and is not queryable',
     'Connection terminated due to connection timeout',
+    'timeout exceeded when trying to connect',
+    'Query read timeout',
   ])('node-postgres: "%s", wrapped by Drizzle, is the database gone', (message) => {
     const drizzle = new Error('Failed query', { cause: new Error(message) });
     expect(isDatabaseUnreachable(new Error('handler failed', { cause: drizzle }))).toBe(true);

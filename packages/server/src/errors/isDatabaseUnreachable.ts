@@ -29,6 +29,9 @@ const UNREACHABLE_MESSAGES = new Set([
   'Connection terminated unexpectedly',
   'Client has encountered a connection error and is not queryable',
   'Connection terminated due to connection timeout',
+  // pg-pool: no client became free within `connectionTimeoutMillis`; pg: `query_timeout` passed
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
 ]);
 
 /**

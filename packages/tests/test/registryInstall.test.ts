@@ -231,7 +231,15 @@ function consumerPackage(): object {
     dependencies[name] = idem(name).manifest.version;
   }
   dependencies['@idem/admin'] = idem('@idem/admin').manifest.version;
-  for (const dep of ['@trpc/server', '@trpc/client', 'drizzle-orm', 'postgres', 'zod', 'tsx']) {
+  for (const dep of [
+    '@trpc/server',
+    '@trpc/client',
+    'drizzle-orm',
+    'postgres',
+    'pg',
+    'zod',
+    'tsx',
+  ]) {
     dependencies[dep] = workspaceVersion(dep);
   }
   return {
@@ -243,6 +251,7 @@ function consumerPackage(): object {
     devDependencies: {
       typescript: workspaceVersion('typescript'),
       '@types/node': workspaceVersion('@types/node'),
+      '@types/pg': workspaceVersion('@types/pg'),
     },
   };
 }
@@ -365,9 +374,10 @@ describe.skipIf(!available)('idem from a registry, installed as a new user does'
   it.each(['npm', 'pnpm'])(
     'with %s: the README runs through tsx and compiled, strict tsconfigs typecheck, audit passes',
     async (manager) => {
-      // The postgres.js program: the pg db.ts runs in readmeUsage.test.ts (here it added over a
-      // minute, measured: a second typecheck, two more runs and an audit per package manager).
-      const files = usageProgram(readFileSync(join(ROOT, 'README.md'), 'utf8'), 'postgres.js');
+      // The postgres.js program in full; then the pg db.ts, typechecked and run through tsx only
+      // (readmeUsage.test.ts runs both drivers every way; all of it here added over a minute).
+      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+      const files = usageProgram(readme, 'postgres.js');
       expect(Object.keys(files).sort()).toEqual(['client.ts', 'db.ts', 'router.ts', 'server.ts']);
       await using project = tempDir(`idem-consumer-${manager}-`);
       const dir = project.path;
@@ -471,6 +481,12 @@ describe.skipIf(!available)('idem from a registry, installed as a new user does'
         ],
       });
       expect(nowhere.connections, `${manager}: connections`).toBe(0);
+
+      // The other driver: node-postgres, from the same install.
+      writeFileSync(join(dir, 'db.ts'), usageProgram(readme, 'pg')['db.ts']!);
+      const pgTsc = run(bin('tsc'), ['-p', 'tsconfig.nodenext.json'], dir);
+      expect.soft(ownErrors(pgTsc.stdout + pgTsc.stderr), `${manager}, pg`).toEqual([]);
+      await program(`${manager}, pg, tsx`, bin('tsx'), (file) => [`${file}.ts`]);
     },
     420_000,
   );
